@@ -1,0 +1,28 @@
+{#-- Attach the warehouse's registered Delta tables to this engine session. The embedded engine
+     keeps its catalog in memory per session, so each dbt invocation finds its tables again
+     here; engines with a persistent metastore need nothing. --#}
+{% macro attach_relations(schema_name=none) %}
+    {{ return(adapter.dispatch('attach_relations', 'lakemirror')(schema_name)) }}
+{% endmacro %}
+
+{% macro default__attach_relations(schema_name=none) %}
+    {{ return('') }}
+{% endmacro %}
+
+{% macro spark__attach_relations(schema_name=none) %}
+    {%- if not execute or lakemirror.engine_name() != 'sail' -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set registry = lakemirror._relations_table() -%}
+    {%- set query -%}
+        select distinct schema_name, table_name, location from {{ registry }}
+        {%- if schema_name is not none %} where schema_name = '{{ schema_name }}'{% endif %}
+    {%- endset -%}
+    {%- for row in run_query(query) -%}
+        {%- do run_query('create schema if not exists ' ~ adapter.quote(row[0])) -%}
+        {%- do run_query(
+            'create table if not exists ' ~ adapter.quote(row[0]) ~ '.' ~ adapter.quote(row[1])
+            ~ " using delta location '" ~ lakemirror._sql_escape(row[2]) ~ "'") -%}
+    {%- endfor -%}
+    {{ return('') }}
+{% endmacro %}

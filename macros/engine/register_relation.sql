@@ -1,0 +1,22 @@
+{#-- Post-hook: record the table this node built in the relation registry (once). --#}
+{% macro register_relation(relation=this) %}
+    {{ return(adapter.dispatch('register_relation', 'lakemirror')(relation)) }}
+{% endmacro %}
+
+{% macro default__register_relation(relation) %}
+    {{ return('') }}
+{% endmacro %}
+
+{% macro spark__register_relation(relation) %}
+    {%- if lakemirror.engine_name() != 'sail' or config.get('materialized') == 'view' -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set registry = lakemirror._relations_table() -%}
+    {%- set location = lakemirror.warehouse_path(relation.schema, relation.identifier) -%}
+    insert into {{ registry }}
+    select '{{ relation.schema }}', '{{ relation.identifier }}', '{{ lakemirror._sql_escape(location) }}'
+    where not exists (
+        select 1 from {{ registry }}
+        where schema_name = '{{ relation.schema }}' and table_name = '{{ relation.identifier }}'
+    )
+{% endmacro %}

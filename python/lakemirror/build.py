@@ -1,0 +1,71 @@
+"""Run dbt in-process (dbtRunner) and report the outcome of each node."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakemirror.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """Outcome of one dbt node (model, seed, test)."""
+
+    unique_id: str
+    status: str
+    message: str | None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("error", "fail", "skipped", "runtime error")
+
+
+def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
+               env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
+               extra_args: tuple[str, ...] = ()) -> list[NodeResult]:
+    """Run `dbt <command>` and return per-node results; raises only if dbt could not start."""
+    from dbt.cli.main import dbtRunner
+
+    args = [command, "--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
+            "--target", target, "--vars", json.dumps(dict(dbt_vars or {})), *extra_args]
+    with _environment(env):
+        try:
+            outcome = dbtRunner().invoke(args)
+        finally:
+            _close_connect_sessions()
+    if outcome.exception is not None:
+        raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
+                          hint="check the dbt project, profiles and target")
+    if outcome.result is None or not hasattr(outcome.result, "results"):
+        raise ConfigError(f"dbt {command} failed before running any node",
+                          hint="run dbt with --debug to see why")
+    return [NodeResult(result.node.unique_id, str(result.status), result.message)
+            for result in outcome.result.results]
+
+
+@contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _close_connect_sessions() -> None:
+    """End dbt's Spark Connect session: the next invocation starts clean, like a new process."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.getActiveSession() or SparkSession._default_session
+    if session is not None:
+        session.stop()

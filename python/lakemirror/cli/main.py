@@ -1,0 +1,112 @@
+"""`lakemirror` commands. One error boundary turns domain errors into a message and exit code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from lakemirror.errors import LakemirrorError
+
+PATH = click.Path(path_type=Path, file_okay=False)
+
+
+class ErrorBoundary(click.Group):
+    """Domain errors → one clean line on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except LakemirrorError as error:
+            if ctx.meta.get("debug"):
+                raise
+            click.secho(f"error: {error}", fg="red", err=True)
+            sys.exit(error.exit_code)
+
+
+@click.group(cls=ErrorBoundary, context_settings={"auto_envvar_prefix": "LAKEMIRROR"})
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """lakemirror: open mirroring of a landing zone into Delta tables, with dbt."""
+    ctx.meta["debug"] = debug
+
+
+@cli.command()
+@click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
+              help="Landing zone folder [env LAKEMIRROR_LANDING_ZONE].")
+@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
+              help="dbt project (default: the lakemirror project) [env LAKEMIRROR_PROJECT_DIR].")
+@click.option("--target", default="embedded", show_default=True, envvar="LAKEMIRROR_TARGET",
+              help="dbt target in profiles/profiles.yml [env LAKEMIRROR_TARGET].")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
+        as_json: bool) -> None:
+    """Ingest new files, generate models for new tables, run `dbt build`, print the status."""
+    from lakemirror.status import to_json, to_text
+
+    statuses = _service(landing_zone, warehouse, project_dir, target, as_json).run()
+    click.echo(to_json(statuses) if as_json else to_text(statuses))
+    sys.exit(1 if any(status.status == "failed" for status in statuses) else 0)
+
+
+@cli.command()
+@click.option("--dir", "directory", type=PATH, default=Path("demo"), show_default=True,
+              help="Folder for the demo landing zone and warehouse.")
+def demo(directory: Path) -> None:
+    """Write a demo landing zone, mirror it file by file, print status and a sample query."""
+    from lakemirror.demo import run_demo
+
+    sys.exit(run_demo(directory.resolve(), echo=click.echo))
+
+
+@cli.group()
+def engine() -> None:
+    """The embedded engine (a Sail Spark Connect server) in the background."""
+
+
+@engine.command()
+@click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
+              help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
+def start(port: int | None) -> None:
+    """Start the engine; then plain `dbt run` works with profiles/."""
+    from lakemirror.engine import DEFAULT_PORT, start_background
+
+    address = start_background(port or DEFAULT_PORT)
+    click.echo(f"engine running at {address.url}\n"
+               f"for dbt: export DBT_PROFILES_DIR=$PWD/profiles "
+               f"LAKEMIRROR_ENGINE_PORT={address.port} LAKEMIRROR_WAREHOUSE=<absolute path>")
+
+
+@engine.command()
+def stop() -> None:
+    """Stop the background engine."""
+    from lakemirror.engine import stop_background
+
+    click.echo("engine stopped" if stop_background() else "no engine was running")
+
+
+@engine.command()
+def status() -> None:
+    """Say whether the background engine runs (exit 0) or not (exit 1)."""
+    from lakemirror.engine import background_engine
+
+    address = background_engine()
+    click.echo(f"engine running at {address.url}" if address else "engine not running")
+    sys.exit(0 if address else 1)
+
+
+def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
+             quiet: bool):  # type: ignore[no-untyped-def]
+    from lakemirror.service import PROJECT_DIR, MirrorService
+
+    progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
+    return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
+                         progress=progress)
+
+
+def main() -> None:
+    cli()

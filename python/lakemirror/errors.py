@@ -1,0 +1,47 @@
+"""Domain errors: each names the table, the file and what to do about it."""
+
+from __future__ import annotations
+
+
+class LakemirrorError(Exception):
+    """Base error; the CLI turns it into a clean message and an exit code."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, table: str | None = None, file: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.table = table
+        self.file = file
+        self.hint = hint
+
+    def __str__(self) -> str:
+        parts = []
+        if self.table:
+            parts.append(f"table {self.table}")
+        if self.file:
+            parts.append(f"file {self.file}")
+        where = f"[{', '.join(parts)}] " if parts else ""
+        hint = f" Fix: {self.hint}" if self.hint else ""
+        return f"{where}{self.message}{hint}"
+
+
+class ConfigError(LakemirrorError):
+    """Bad usage or configuration (exit code 2)."""
+
+    exit_code = 2
+
+
+class LandingZoneError(LakemirrorError):
+    """A landing-zone file or folder breaks the open mirroring contract."""
+
+
+class SchemaChangeError(LandingZoneError):
+    """A file's columns differ from the table's staged columns."""
+
+
+class EngineError(LakemirrorError):
+    """The Spark engine could not be started or reached."""
+
+    exit_code = 2

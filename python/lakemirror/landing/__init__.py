@@ -1,0 +1,18 @@
+"""Landing zone: discover tables, read their metadata and change files (open mirroring contract)."""
+
+from lakemirror.landing.changes import POSITION, ROWS_PER_FILE, ChangeFile, open_change_file
+from lakemirror.landing.discovery import (
+    DEFAULT_SCHEMA,
+    LandingTable,
+    SequenceFile,
+    discover_tables,
+    sequence_file_name,
+    sequence_files,
+)
+from lakemirror.landing.metadata import TableMetadata, read_metadata
+
+__all__ = [
+    "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "LandingTable", "SequenceFile",
+    "TableMetadata", "discover_tables", "open_change_file", "read_metadata", "sequence_file_name",
+    "sequence_files",
+]

@@ -1,0 +1,116 @@
+"""Read a change file as Arrow batches in exact row order, validated and positioned.
+
+Each row gets `_lm_position = sequence * ROWS_PER_FILE + row number`: one sortable
+number for the change position (file sequence number, row inside the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakemirror.errors import LandingZoneError
+from lakemirror.landing.discovery import LandingTable, SequenceFile
+from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
+
+POSITION = "_lm_position"
+ROWS_PER_FILE = 10**10
+MAX_SEQUENCE = (2**63 - 1) // ROWS_PER_FILE - 1
+BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class ChangeFile:
+    """An opened, schema-checked change file ready to stream into staging."""
+
+    table: LandingTable
+    file: SequenceFile
+    schema: pa.Schema  # staging schema: _lm_position, data columns, __rowMarker__
+    parquet: pq.ParquetFile
+    has_marker: bool
+    key_columns: tuple[str, ...]
+
+    @property
+    def data_columns(self) -> list[str]:
+        return self.schema.names[1:-1]
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream positioned batches; raises LandingZoneError on a bad marker before commit."""
+        first_position = self.file.sequence * ROWS_PER_FILE
+        row = 0
+        try:
+            for batch in self.parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=True):
+                start = first_position + row
+                positions = pa.array(np.arange(start, start + len(batch), dtype=np.int64))
+                markers = self._markers(batch, row)
+                data = [batch.column(name) for name in self.data_columns]
+                yield pa.RecordBatch.from_arrays([positions, *data, markers], schema=self.schema)
+                row += len(batch)
+        except (pa.ArrowException, OSError) as error:
+            raise self._error(f"cannot read rows after row {row}: {error}",
+                              "replace the file with a complete Parquet file") from error
+
+    def _markers(self, batch: pa.RecordBatch, first_row: int) -> pa.Array:
+        if not self.has_marker:
+            return pa.repeat(pa.scalar(INSERT, pa.int32()), len(batch))
+        markers = batch.column(ROW_MARKER)
+        try:
+            markers = pc.cast(markers, pa.int32())
+        except pa.ArrowInvalid as error:
+            raise self._error(f"{ROW_MARKER} holds a value that is not an integer: {error}",
+                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)") from error
+        allowed = [INSERT] if not self.key_columns else sorted(VALID_MARKERS)
+        bad = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(allowed, pa.int32())), False))
+        if pc.any(bad).as_py():
+            index = pc.index(bad, True).as_py()
+            value = markers[index].as_py()
+            if not self.key_columns and value in VALID_MARKERS:
+                raise self._error(
+                    f"row {first_row + index} has {ROW_MARKER}={value}, but the table has no "
+                    "keyColumns, so only inserts (0) are possible",
+                    "declare keyColumns in _metadata.json (recreate the table folder)")
+            raise self._error(f"row {first_row + index} has {ROW_MARKER}={value!r}",
+                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)")
+        return markers
+
+    def _error(self, message: str, hint: str) -> LandingZoneError:
+        return LandingZoneError(message, table=self.table.qualified_name,
+                                file=str(self.file.path), hint=hint)
+
+
+def open_change_file(table: LandingTable, file: SequenceFile,
+                     key_columns: tuple[str, ...]) -> ChangeFile:
+    """Open and check a change file's columns against the contract."""
+    where = {"table": table.qualified_name, "file": str(file.path)}
+    if file.sequence > MAX_SEQUENCE:
+        raise LandingZoneError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
+                               hint="restart numbering in a new table folder", **where)
+    try:
+        parquet = pq.ParquetFile(file.path)
+    except (pa.ArrowException, OSError) as error:
+        raise LandingZoneError(f"not a readable Parquet file: {error}",
+                               hint="replace it with a complete Parquet file", **where) from error
+    arrow_schema = parquet.schema_arrow
+    names = arrow_schema.names
+    has_marker = ROW_MARKER in names
+    if has_marker and names[-1] != ROW_MARKER:
+        raise LandingZoneError(f"{ROW_MARKER} must be the last column; columns are {names}",
+                               hint=f"write {ROW_MARKER} as the last column", **where)
+    data_fields = [field for field in arrow_schema if field.name != ROW_MARKER]
+    reserved = [field.name for field in data_fields if field.name.startswith("_lm_")]
+    if reserved:
+        raise LandingZoneError(f"columns {reserved} use lakemirror's reserved prefix _lm_",
+                               hint="rename these columns in the source", **where)
+    missing = [key for key in key_columns if key not in names]
+    if missing:
+        raise LandingZoneError(f"key columns {missing} from _metadata.json are not in the file; "
+                               f"columns are {names}",
+                               hint="write every keyColumns column into each file", **where)
+    schema = pa.schema([pa.field(POSITION, pa.int64(), nullable=False), *data_fields,
+                        pa.field(ROW_MARKER, pa.int32())])
+    return ChangeFile(table, file, schema, parquet, has_marker, key_columns)

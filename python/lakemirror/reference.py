@@ -1,0 +1,56 @@
+"""Plain-Python reference model of the open mirroring `__rowMarker__` semantics.
+
+The Spark/dbt path is tested against this model; it favours clarity over speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+ROW_MARKER = "__rowMarker__"
+INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
+VALID_MARKERS = frozenset({INSERT, UPDATE, DELETE, UPSERT})
+
+Row = dict[str, Any]
+
+
+class ReferenceError(ValueError):
+    """A change the contract does not allow (bad marker, update without keys)."""
+
+
+def apply_changes(
+    files: Iterable[Sequence[Mapping[str, Any]]],
+    key_columns: Sequence[str],
+    *,
+    initial: Iterable[Mapping[str, Any]] = (),
+) -> list[Row]:
+    """Apply change files in order (rows in file order) and return the resulting rows.
+
+    Per key: insert appends a row, update/upsert replace all rows with the new one,
+    delete removes all rows. A row without `__rowMarker__` is an insert.
+    """
+    keys = tuple(key_columns)
+    rows_by_key: dict[tuple[Any, ...], list[Row]] = {}
+    for row in initial:
+        rows_by_key.setdefault(_key_of(row, keys), []).append(dict(row))
+    for file in files:
+        for change in file:
+            marker = change.get(ROW_MARKER, INSERT)
+            if marker not in VALID_MARKERS:
+                raise ReferenceError(f"invalid {ROW_MARKER} {marker!r}")
+            if marker != INSERT and not keys:
+                raise ReferenceError("updates and deletes need keyColumns")
+            data = {name: value for name, value in change.items() if name != ROW_MARKER}
+            key = _key_of(data, keys)
+            if marker == INSERT:
+                rows_by_key.setdefault(key, []).append(data)
+            elif marker == DELETE:
+                rows_by_key.pop(key, None)
+            else:
+                rows_by_key[key] = [data]
+    return [row for rows in rows_by_key.values() for row in rows]
+
+
+def _key_of(row: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(row.get(name) for name in keys)

@@ -1,0 +1,111 @@
+"""The mirror service: ingest → generate models → dbt build → per-table status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from lakemirror.build import NodeResult, dbt_invoke
+from lakemirror.codegen import MirrorModel, write_model
+from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
+from lakemirror.errors import ConfigError
+from lakemirror.landing import discover_tables
+from lakemirror.staging import (
+    STAGING_SCHEMA,
+    IngestResult,
+    Warehouse,
+    ingest_table,
+    register_relations,
+    staging_table_name,
+)
+from lakemirror.status import TableStatus
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class MirrorService:
+    """Mirrors one landing zone into one warehouse with one dbt project."""
+
+    landing_zone: Path
+    warehouse: Path
+    project_dir: Path = PROJECT_DIR
+    target: str = "embedded"
+    dbt_vars: dict[str, object] = field(default_factory=dict)
+    progress: Callable[[str], None] = lambda message: None
+
+    def __post_init__(self) -> None:
+        self.landing_zone = self.landing_zone.resolve()
+        self.warehouse = self.warehouse.resolve()
+        self.project_dir = self.project_dir.resolve()
+        if not (self.project_dir / "dbt_project.yml").is_file():
+            raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
+                              hint="pass --project-dir pointing at the lakemirror dbt project")
+
+    def run(self) -> list[TableStatus]:
+        """Ingest new files, generate models for new tables, run `dbt build`."""
+        tables = discover_tables(self.landing_zone)
+        layout = Warehouse(self.warehouse)
+        ingested = []
+        for table in tables:
+            self.progress(f"ingest {table.qualified_name}")
+            ingested.append(ingest_table(
+                table, layout,
+                on_file=lambda file: self.progress(f"  stage {file.path.name}")))
+        staged = [result for result in ingested
+                  if Path(layout.staging_path(result.table.schema, result.table.name)).exists()]
+        register_relations(layout, [
+            (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
+             str(layout.staging_path(r.table.schema, r.table.name))) for r in staged])
+        for result in staged:
+            model = MirrorModel(result.table.schema, result.table.name, result.key_columns)
+            for path, outcome in write_model(self.project_dir, model).items():
+                if outcome != "unchanged":
+                    self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
+        nodes = self.build() if staged else []
+        return [self._status(result, nodes, layout) for result in ingested]
+
+    def build(self) -> list[NodeResult]:
+        """`dbt build` on the configured target, with an engine for `embedded`."""
+        self.progress("dbt build")
+        env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse)}
+        if self.target == "embedded":
+            address = engine_address()
+            env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
+                    "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        return dbt_invoke("build", self.project_dir, profiles_dir=self.project_dir / "profiles",
+                          target=self.target, env=env, dbt_vars=self.dbt_vars)
+
+    def _status(self, result: IngestResult, nodes: list[NodeResult],
+                layout: Warehouse) -> TableStatus:
+        schema, name = result.table.schema, result.table.name
+        model_id = f".{staging_table_name(schema, name)}"
+        model_errors = [node.message or node.status for node in nodes
+                        if node.failed and model_id in node.unique_id
+                        and node.unique_id.startswith("model.")]
+        mirrored = layout.mirrored_path(schema, name)
+        rows = (DeltaTable(str(mirrored)).to_pyarrow_dataset().count_rows()
+                if DeltaTable.is_deltatable(str(mirrored)) else None)
+        if result.status == "failed" or not model_errors:
+            return TableStatus(schema, name, result.status, result.last_sequence, rows,
+                               result.error)
+        return TableStatus(schema, name, "failed", result.last_sequence, rows,
+                           f"dbt model {staging_table_name(schema, name)}: {model_errors[0]}")
+
+
+_shared_engine: InProcessEngine | None = None
+
+
+def engine_address() -> EngineAddress:
+    """The background engine if one runs, else one in-process engine for this process."""
+    running = background_engine()
+    if running:
+        return running
+    global _shared_engine
+    if _shared_engine is None:
+        _shared_engine = InProcessEngine()
+    return _shared_engine.address
+

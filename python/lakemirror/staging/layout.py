@@ -1,0 +1,37 @@
+"""Where lakemirror keeps mirrored, staging and control tables inside the warehouse.
+
+Mirrored tables live at `<warehouse>/<schema>/<table>`; everything lakemirror owns lives under
+`<warehouse>/_lakemirror/`, and landing-zone folders starting with `_` are ignored, so the two
+can never collide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+STAGING_SCHEMA = "_lakemirror_staging"
+CONTROL_SCHEMA = "_lakemirror_control"
+RELATIONS_TABLE = "relations"
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """The warehouse folder and the paths of the tables in it."""
+
+    root: Path
+
+    def mirrored_path(self, schema: str, table: str) -> Path:
+        return self.root / schema / table
+
+    def staging_path(self, schema: str, table: str) -> Path:
+        return self.root / "_lakemirror" / "staging" / schema / table
+
+    @property
+    def relations_path(self) -> Path:
+        return self.root / "_lakemirror" / "control" / RELATIONS_TABLE
+
+
+def staging_table_name(schema: str, table: str) -> str:
+    """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name)."""
+    return f"{schema}__{table}"

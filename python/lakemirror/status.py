@@ -1,0 +1,35 @@
+"""Per-table status of a run, as a table for people and JSON for machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from lakemirror.staging import Status
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """One mirrored table after a run."""
+
+    schema: str
+    table: str
+    status: Status
+    last_sequence: int
+    rows: int | None
+    error: str | None
+
+
+def to_json(statuses: Sequence[TableStatus]) -> str:
+    return json.dumps({"tables": [asdict(status) for status in statuses]}, indent=2)
+
+
+def to_text(statuses: Sequence[TableStatus]) -> str:
+    header = ("table", "status", "last file", "rows", "error")
+    rows = [(f"{s.schema}.{s.table}", s.status, str(s.last_sequence),
+             "" if s.rows is None else str(s.rows), s.error or "") for s in statuses]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4]
+             for row in [header, *rows]]
+    return "\n".join(line.rstrip() for line in lines) if rows else "no tables in the landing zone"
