@@ -5,7 +5,7 @@
     {%- do run_query(
         'create table if not exists _lakemirror_control.mirror_batches '
         ~ '(relation_name string, invocation_id string, kind string, batch_end bigint, '
-        ~ 'recorded_at timestamp) '
+        ~ 'recorded_at string) '
         ~ "using delta location '" ~ location ~ "'") -%}
     {{ return('_lakemirror_control.mirror_batches') }}
 {% endmacro %}

@@ -11,6 +11,6 @@
         '{{ invocation_id }}',
         'claimed',
         coalesce(max(_lm_position), 0),
-        current_timestamp()
+        cast(current_timestamp() as string)
     from {{ lakemirror._staging_relation() }}
 {% endmacro %}

@@ -7,7 +7,7 @@
 {% macro default__record_mirror_batch() %}
     {%- set batches = lakemirror._mirror_batches_table() -%}
     insert into {{ batches }}
-    select relation_name, invocation_id, 'applied', batch_end, current_timestamp()
+    select relation_name, invocation_id, 'applied', batch_end, cast(current_timestamp() as string)
     from {{ batches }}
     where
         relation_name = '{{ this.schema }}.{{ this.identifier }}'

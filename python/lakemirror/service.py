@@ -35,6 +35,7 @@ class MirrorService:
     project_dir: Path = PROJECT_DIR
     target: str = "embedded"
     dbt_vars: dict[str, object] = field(default_factory=dict)
+    quiet: bool = False
     progress: Callable[[str], None] = lambda message: None
 
     def __post_init__(self) -> None:
@@ -77,7 +78,8 @@ class MirrorService:
             env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                     "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         return dbt_invoke("build", self.project_dir, profiles_dir=self.project_dir / "profiles",
-                          target=self.target, env=env, dbt_vars=self.dbt_vars)
+                          target=self.target, env=env, dbt_vars=self.dbt_vars,
+                          extra_args=("--log-level", "none") if self.quiet else ())
 
     def _status(self, result: IngestResult, nodes: list[NodeResult],
                 layout: Warehouse) -> TableStatus:

@@ -105,7 +105,7 @@ def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, targ
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
-                         progress=progress)
+                         progress=progress, quiet=quiet)
 
 
 def main() -> None:

@@ -51,11 +51,11 @@ class MirrorModel:
 
     def yml(self) -> str:
         keys = "".join(f"""
-          - name: {json.dumps(key)}
-            description: Key column (keyColumns in _metadata.json).
-            quote: true
-            data_tests:
-              - not_null""" for key in self.key_columns)
+      - name: {json.dumps(key)}
+        description: Key column (keyColumns in _metadata.json).
+        quote: true
+        data_tests:
+          - not_null""" for key in self.key_columns)
         key_text = ", ".join(self.key_columns) or "none: inserts only"
         return f"""version: 2
 
