@@ -56,8 +56,8 @@ class MirrorService:
             ingested.append(ingest_table(
                 table, layout,
                 on_file=lambda file: self.progress(f"  stage {file.path.name}")))
-        staged = [result for result in ingested
-                  if Path(layout.staging_path(result.table.schema, result.table.name)).exists()]
+        staged = [result for result in ingested if DeltaTable.is_deltatable(
+            str(layout.staging_path(result.table.schema, result.table.name)))]
         register_relations(layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
              str(layout.staging_path(r.table.schema, r.table.name))) for r in staged])

@@ -1,0 +1,76 @@
+"""Fixtures: a copy of the dbt project per test, landing zones written under tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from lakemirror.landing import sequence_file_name
+from lakemirror.service import MirrorService
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds")
+
+
+def copy_project(destination: Path) -> Path:
+    """A fresh copy of the lakemirror dbt project without generated mirror models."""
+    for item in PROJECT_ITEMS:
+        source, target = REPO / item, destination / item
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+    return destination
+
+
+class Zone:
+    """A landing zone under construction, written the way a publisher would."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def table(self, folder: str, key_columns: Sequence[str] | None) -> Path:
+        path = self.root / folder
+        path.mkdir(parents=True, exist_ok=True)
+        if key_columns is not None:
+            (path / "_metadata.json").write_text(
+                '{"keyColumns": [%s]}' % ", ".join(f'"{key}"' for key in key_columns))
+        return path
+
+    def write(self, folder: str, sequence: int, rows: Sequence[dict[str, Any]],
+              schema: pa.Schema, **options: Any) -> Path:
+        path = self.root / folder / sequence_file_name(sequence)
+        pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), path, **options)
+        return path
+
+
+@pytest.fixture
+def zone(tmp_path: Path) -> Zone:
+    return Zone(tmp_path / "LandingZone")
+
+
+@pytest.fixture
+def service(tmp_path: Path, zone: Zone) -> MirrorService:
+    zone.root.mkdir(parents=True, exist_ok=True)
+    project = copy_project(tmp_path / "project")
+    return MirrorService(zone.root, tmp_path / "warehouse", project, quiet=True)
+
+
+def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:
+    """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items."""
+    data = DeltaTable(str(warehouse / schema / table)).to_pyarrow_table()
+    columns = [name for name in data.column_names if not name.startswith("_lm_")]
+    return Counter(tuple(sorted(row.items())) for row in data.select(columns).to_pylist())
+
+
+def as_multiset(rows: Sequence[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(sorted(row.items())) for row in rows)
