@@ -1,6 +1,7 @@
 {#-- Attach the warehouse's registered Delta tables to this engine session. The embedded engine
      keeps its catalog in memory per session, so each dbt invocation finds its tables again
-     here; engines with a persistent metastore need nothing. --#}
+     here; on engines with a persistent metastore this is a cheap no-op, and it is how tables
+     written by lakemirror ingest (staging) become known to them. --#}
 {% macro attach_relations(schema_name=none) %}
     {{ return(adapter.dispatch('attach_relations', 'lakemirror')(schema_name)) }}
 {% endmacro %}
@@ -10,7 +11,7 @@
 {% endmacro %}
 
 {% macro spark__attach_relations(schema_name=none) %}
-    {%- if not execute or lakemirror.engine_name() != 'sail' -%}
+    {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
     {%- set registry = lakemirror._relations_table() -%}

@@ -8,7 +8,7 @@
 {% endmacro %}
 
 {% macro spark__register_relation(relation) %}
-    {%- if lakemirror.engine_name() != 'sail' or config.get('materialized') == 'view' -%}
+    {%- if config.get('materialized') in ['view', 'ephemeral'] -%}
         {{ return('') }}
     {%- endif -%}
     {%- set registry = lakemirror._relations_table() -%}

@@ -48,26 +48,41 @@ class MirrorService:
 
     def run(self) -> list[TableStatus]:
         """Ingest new files, generate models for new tables, run `dbt build`."""
-        tables = discover_tables(self.landing_zone)
-        layout = Warehouse(self.warehouse)
+        ingested = self.ingest()
+        staged = [result for result in ingested if self._is_staged(result)]
+        nodes = self.build() if staged else []
+        return [self._status(result, nodes) for result in ingested]
+
+    def ingest_only(self) -> list[TableStatus]:
+        """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
+        return [self._status(result, []) for result in self.ingest()]
+
+    def ingest(self) -> list[IngestResult]:
+        """Stage new files of every table; register staging tables; generate missing models."""
         ingested = []
-        for table in tables:
+        for table in discover_tables(self.landing_zone):
             self.progress(f"ingest {table.qualified_name}")
             ingested.append(ingest_table(
-                table, layout,
+                table, self.layout,
                 on_file=lambda file: self.progress(f"  stage {file.path.name}")))
-        staged = [result for result in ingested if DeltaTable.is_deltatable(
-            str(layout.staging_path(result.table.schema, result.table.name)))]
-        register_relations(layout, [
+        staged = [result for result in ingested if self._is_staged(result)]
+        register_relations(self.layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
-             str(layout.staging_path(r.table.schema, r.table.name))) for r in staged])
+             str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged])
         for result in staged:
             model = MirrorModel(result.table.schema, result.table.name, result.key_columns)
             for path, outcome in write_model(self.project_dir, model).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
-        nodes = self.build() if staged else []
-        return [self._status(result, nodes, layout) for result in ingested]
+        return ingested
+
+    @property
+    def layout(self) -> Warehouse:
+        return Warehouse(self.warehouse)
+
+    def _is_staged(self, result: IngestResult) -> bool:
+        return DeltaTable.is_deltatable(
+            str(self.layout.staging_path(result.table.schema, result.table.name)))
 
     def build(self) -> list[NodeResult]:
         """`dbt build` on the configured target, with an engine for `embedded`."""
@@ -81,14 +96,13 @@ class MirrorService:
                           target=self.target, env=env, dbt_vars=self.dbt_vars,
                           extra_args=("--log-level", "none") if self.quiet else ())
 
-    def _status(self, result: IngestResult, nodes: list[NodeResult],
-                layout: Warehouse) -> TableStatus:
+    def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name
         model_id = f".{staging_table_name(schema, name)}"
         model_errors = [node.message or node.status for node in nodes
                         if node.failed and model_id in node.unique_id
                         and node.unique_id.startswith("model.")]
-        mirrored = layout.mirrored_path(schema, name)
+        mirrored = self.layout.mirrored_path(schema, name)
         rows = (DeltaTable(str(mirrored)).to_pyarrow_dataset().count_rows()
                 if DeltaTable.is_deltatable(str(mirrored)) else None)
         if result.status == "failed" or not model_errors:

@@ -33,22 +33,49 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.meta["debug"] = debug
 
 
+def mirror_options(command):  # type: ignore[no-untyped-def]
+    """Options shared by `run` and `ingest`."""
+    for option in reversed([
+        click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
+                     help="Landing zone folder [env LAKEMIRROR_LANDING_ZONE]."),
+        click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+                     help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE]."),
+        click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
+                     help="dbt project (default: the lakemirror project) "
+                          "[env LAKEMIRROR_PROJECT_DIR]."),
+        click.option("--target", default="embedded", show_default=True,
+                     envvar="LAKEMIRROR_TARGET",
+                     help="dbt target in profiles/profiles.yml [env LAKEMIRROR_TARGET]."),
+        click.option("--json", "as_json", is_flag=True, help="Print the status as JSON."),
+    ]):
+        command = option(command)
+    return command
+
+
 @cli.command()
-@click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
-              help="Landing zone folder [env LAKEMIRROR_LANDING_ZONE].")
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
-              help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE].")
-@click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
-              help="dbt project (default: the lakemirror project) [env LAKEMIRROR_PROJECT_DIR].")
-@click.option("--target", default="embedded", show_default=True, envvar="LAKEMIRROR_TARGET",
-              help="dbt target in profiles/profiles.yml [env LAKEMIRROR_TARGET].")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@mirror_options
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
         as_json: bool) -> None:
-    """Ingest new files, generate models for new tables, run `dbt build`, print the status."""
+    """Ingest new files, generate models for new tables, run `dbt build`, print the status.
+
+    Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
+    """
+    service = _service(landing_zone, warehouse, project_dir, target, as_json)
+    _report(service.run(), as_json)
+
+
+@cli.command()
+@mirror_options
+def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
+           as_json: bool) -> None:
+    """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
+    service = _service(landing_zone, warehouse, project_dir, target, as_json)
+    _report(service.ingest_only(), as_json)
+
+
+def _report(statuses, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     from lakemirror.status import to_json, to_text
 
-    statuses = _service(landing_zone, warehouse, project_dir, target, as_json).run()
     click.echo(to_json(statuses) if as_json else to_text(statuses))
     sys.exit(1 if any(status.status == "failed" for status in statuses) else 0)
 

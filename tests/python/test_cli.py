@@ -1,0 +1,104 @@
+"""The CLI: exit codes, --json, clear errors, new processes, the background engine + plain dbt."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from deltalake import DeltaTable
+
+from lakemirror.cli.main import cli
+from lakemirror.reference import ROW_MARKER
+
+from conftest import as_multiset, copy_project, mirrored_rows
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+BIN = Path(sys.executable).parent
+
+
+def run_cli(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_missing_landing_zone_is_a_usage_error_with_a_clear_message(tmp_path):
+    result = run_cli("run", "--landing-zone", str(tmp_path / "nope"),
+                     "--warehouse", str(tmp_path / "wh"),
+                     "--project-dir", str(copy_project(tmp_path / "project")))
+    assert result.exit_code == 2
+    assert "landing zone" in result.output and "does not exist" in result.output
+    assert "LAKEMIRROR_LANDING_ZONE" in result.output
+
+
+def test_missing_option_is_a_usage_error():
+    result = run_cli("run", env={"LAKEMIRROR_LANDING_ZONE": "", "LAKEMIRROR_WAREHOUSE": ""})
+    assert result.exit_code == 2 and "--landing-zone" in result.output
+
+
+@pytest.mark.slow
+def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
+    zone.table("Good", ["id"])
+    zone.table("Sales.schema/Bad", ["id"])
+    zone.table("Late", ["id"])
+    zone.write("Good", 1, [{"id": 1, "v": "a", M: 0}, {"id": 1, "v": "b", M: 1}], SCHEMA)
+    zone.write("Sales.schema/Bad", 1, [{"id": 1, "v": "a", M: 5}], SCHEMA)
+    zone.write("Late", 2, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    env = {"LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh")}
+    result = run_cli("run", "--json", "--project-dir", str(copy_project(tmp_path / "project")),
+                     env=env)
+    assert result.exit_code == 1
+    tables = {(t["schema"], t["table"]): t for t in json.loads(result.stdout)["tables"]}
+    assert set(tables) == {("dbo", "good"), ("sales", "bad"), ("dbo", "late")}
+    assert tables["dbo", "good"] == {"schema": "dbo", "table": "good", "status": "replicating",
+                                     "last_sequence": 1, "rows": 1, "error": None}
+    assert tables["sales", "bad"]["status"] == "failed"
+    assert "__rowMarker__=5" in tables["sales", "bad"]["error"]
+    assert tables["dbo", "late"]["status"] == "waiting"
+    assert "00000000000000000001.parquet" in tables["dbo", "late"]["error"]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_background_engine_then_plain_dbt_run_merges_in_new_processes(zone, tmp_path):
+    project = copy_project(tmp_path / "project")
+    warehouse = tmp_path / "wh"
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_ENGINE_PORT": str(free_port()), "LAKEMIRROR_WAREHOUSE": str(warehouse),
+           "LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_PROJECT_DIR": str(project),
+           "DBT_PROFILES_DIR": str(project / "profiles")}
+
+    def sh(*args):
+        return subprocess.run(args, env=env, cwd=project, capture_output=True, text=True,
+                              timeout=300)
+
+    zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}], SCHEMA)
+    started = sh(str(BIN / "lakemirror"), "engine", "start")
+    try:
+        assert started.returncode == 0, started.stderr
+        assert sh(str(BIN / "lakemirror"), "engine", "status").returncode == 0
+        first = sh(str(BIN / "lakemirror"), "run")
+        assert first.returncode == 0, first.stdout + first.stderr
+        zone.write("T", 2, [{"id": 1, "v": "a2", M: 1}, {"id": 2, "v": None, M: 2}], SCHEMA)
+        ingested = sh(str(BIN / "lakemirror"), "ingest")
+        assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+        dbt_run = sh(str(BIN / "dbt"), "run")
+        assert dbt_run.returncode == 0, dbt_run.stdout
+        dbt_test = sh(str(BIN / "dbt"), "test")
+        assert dbt_test.returncode == 0, dbt_test.stdout
+    finally:
+        sh(str(BIN / "lakemirror"), "engine", "stop")
+    assert sh(str(BIN / "lakemirror"), "engine", "status").returncode == 1
+    assert mirrored_rows(warehouse, "dbo", "t") == as_multiset([{"id": 1, "v": "a2"}])
+    operations = [entry["operation"] for entry in DeltaTable(str(warehouse / "dbo/t")).history()]
+    assert "MERGE" in operations and len([op for op in operations if "CREATE" in op]) == 1
