@@ -21,6 +21,7 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
+from lakemirror.staging.lock import warehouse_lock
 from lakemirror.status import TableStatus
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -48,14 +49,16 @@ class MirrorService:
 
     def run(self) -> list[TableStatus]:
         """Ingest new files, generate models for new tables, run `dbt build`."""
-        ingested = self.ingest()
-        staged = [result for result in ingested if self._is_staged(result)]
-        nodes = self.build() if staged else []
-        return [self._status(result, nodes) for result in ingested]
+        with warehouse_lock(self.warehouse):
+            ingested = self.ingest()
+            staged = [result for result in ingested if self._is_staged(result)]
+            nodes = self.build() if staged else []
+            return [self._status(result, nodes) for result in ingested]
 
     def ingest_only(self) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
-        return [self._status(result, []) for result in self.ingest()]
+        with warehouse_lock(self.warehouse):
+            return [self._status(result, []) for result in self.ingest()]
 
     def ingest(self) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""

@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
 from lakemirror.reference import ROW_MARKER
+from lakemirror.staging.lock import warehouse_lock
 
 from conftest import as_multiset, copy_project, mirrored_rows
 
@@ -102,3 +103,12 @@ def test_background_engine_then_plain_dbt_run_merges_in_new_processes(zone, tmp_
     assert mirrored_rows(warehouse, "dbo", "t") == as_multiset([{"id": 1, "v": "a2"}])
     operations = [entry["operation"] for entry in DeltaTable(str(warehouse / "dbo/t")).history()]
     assert "MERGE" in operations and len([op for op in operations if "CREATE" in op]) == 1
+
+
+def test_second_concurrent_run_on_one_warehouse_is_refused(zone, tmp_path):
+    zone.root.mkdir(parents=True)
+    with warehouse_lock(tmp_path / "wh"):
+        result = run_cli("ingest", "--landing-zone", str(zone.root),
+                         "--warehouse", str(tmp_path / "wh"),
+                         "--project-dir", str(copy_project(tmp_path / "project")))
+    assert result.exit_code == 2 and "another lakemirror run" in result.output

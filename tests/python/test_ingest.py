@@ -1,15 +1,15 @@
 """Landing zone → staging: discovery, ordering, gaps, bad files, file moves (no dbt)."""
 
-from pathlib import Path
+import shutil
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.errors import ConfigError
 from lakemirror.landing import discover_tables
 from lakemirror.reference import ROW_MARKER
-from lakemirror.staging import Warehouse, ingest_table
+from lakemirror.staging import Warehouse, ingest_table, register_relations
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())])
 
@@ -123,3 +123,21 @@ def test_invalid_metadata_json_names_position(zone, tmp_path):
     (folder / "_metadata.json").write_text('{"keyColumns": [')
     result = ingest_all(zone, tmp_path)["dbo.t"]
     assert result.status == "failed" and "line 1" in result.error
+
+
+def test_registry_adds_new_relations_once_and_forgets_deleted_tables(tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    kept, deleted = tmp_path / "warehouse/a/kept", tmp_path / "warehouse/a/deleted"
+    for path in (kept, deleted):
+        write_deltalake(str(path), pa.table({"x": [1]}))
+    register_relations(warehouse, [("a", "kept", str(kept)), ("a", "deleted", str(deleted))])
+    register_relations(warehouse, [("a", "kept", str(kept))])
+
+    def registered():
+        rows = DeltaTable(str(warehouse.relations_path)).to_pyarrow_table().to_pylist()
+        return sorted(row["table_name"] for row in rows)
+
+    assert registered() == ["deleted", "kept"]
+    shutil.rmtree(deleted)
+    register_relations(warehouse, [])
+    assert registered() == ["kept"]

@@ -66,6 +66,16 @@ def test_semantics_edge_cases_match_reference(zone, service):
     assert mirrored_rows(service.warehouse, "sales", "pairs") == as_multiset(data_rows(expected))
 
 
+def test_large_file_with_many_row_groups_ends_with_each_keys_last_row(zone, service):
+    zone.table("Big", ["a", "b"])
+    rows = [{"a": i % 50, "b": "x", "v": i, M: 4 if i % 7 else 0} for i in range(120_000)]
+    zone.write("Big", 1, rows, PAIR, row_group_size=5_000)
+    [status] = service.run()
+    assert status.status == "replicating"
+    expected = apply_changes([rows], ["a", "b"])
+    assert mirrored_rows(service.warehouse, "dbo", "big") == as_multiset(data_rows(expected))
+
+
 def test_rerun_and_new_process_merge_instead_of_rebuilding(zone, service):
     zone.table("T", ["a", "b"])
     zone.write("T", 1, [{"a": 1, "b": "x", "v": 1, M: 0}], PAIR)

@@ -4,6 +4,7 @@ attach them (the embedded engine's catalog lives in memory, per session)."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.staging.layout import Warehouse
@@ -16,15 +17,24 @@ REGISTRY_SCHEMA = pa.schema([
 
 
 def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str]]) -> None:
-    """Append (schema, table, location) rows that the registry does not hold yet."""
-    path = warehouse.relations_path
-    known: set[tuple[str, str]] = set()
-    if DeltaTable.is_deltatable(str(path)):
-        rows = DeltaTable(str(path)).to_pyarrow_table(columns=["schema_name", "table_name"])
-        known = set(zip(rows["schema_name"].to_pylist(), rows["table_name"].to_pylist()))
+    """Add (schema, table, location) rows the registry lacks; drop rows whose table is gone."""
+    path = str(warehouse.relations_path)
+    if not DeltaTable.is_deltatable(path):
+        write_deltalake(path, _rows(relations), mode="append")
+        return
+    current = DeltaTable(path).to_pyarrow_table()
+    locations = current["location"].to_pylist()
+    gone = [location for location in set(locations) if not DeltaTable.is_deltatable(location)]
+    if gone:
+        current = current.filter(pc.invert(pc.is_in(current["location"], pa.array(gone))))
+        write_deltalake(path, current.cast(REGISTRY_SCHEMA), mode="overwrite")
+    known = set(zip(current["schema_name"].to_pylist(), current["table_name"].to_pylist()))
     new = [row for row in dict.fromkeys(relations) if (row[0], row[1]) not in known]
-    if new or not path.exists():
-        columns = list(zip(*new)) if new else [[], [], []]
-        table = pa.Table.from_arrays([pa.array(column, pa.string()) for column in columns],
-                                     schema=REGISTRY_SCHEMA)
-        write_deltalake(str(path), table, mode="append")
+    if new:
+        write_deltalake(path, _rows(new), mode="append")
+
+
+def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:
+    columns = list(zip(*relations)) if relations else [(), (), ()]
+    return pa.Table.from_arrays([pa.array(column, pa.string()) for column in columns],
+                                schema=REGISTRY_SCHEMA)
