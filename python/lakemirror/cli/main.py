@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from lakemirror.errors import LakemirrorError
+
+if TYPE_CHECKING:
+    from lakemirror.service import MirrorService
+    from lakemirror.status import TableStatus
+
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 PATH = click.Path(path_type=Path, file_okay=False)
 
@@ -33,7 +41,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.meta["debug"] = debug
 
 
-def mirror_options(command):  # type: ignore[no-untyped-def]
+def mirror_options(command: Command) -> Command:
     """Options shared by `run` and `ingest`."""
     for option in reversed([
         click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
@@ -73,7 +81,7 @@ def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target
     _report(service.ingest_only(), as_json)
 
 
-def _report(statuses, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _report(statuses: Sequence[TableStatus], as_json: bool) -> None:
     from lakemirror.status import to_json, to_text
 
     click.echo(to_json(statuses) if as_json else to_text(statuses))
@@ -127,7 +135,7 @@ def status() -> None:
 
 
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-             quiet: bool):  # type: ignore[no-untyped-def]
+             quiet: bool) -> MirrorService:
     from lakemirror.service import PROJECT_DIR, MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))

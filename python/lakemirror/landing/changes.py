@@ -37,7 +37,7 @@ class ChangeFile:
 
     @property
     def data_columns(self) -> list[str]:
-        return self.schema.names[1:-1]
+        return [str(name) for name in self.schema.names[1:-1]]
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Stream positioned batches; raises LandingZoneError on a bad marker before commit."""

@@ -8,7 +8,7 @@ after its rows are committed; the newest staged file stays in place for the publ
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -105,7 +105,7 @@ class StagingTable:
         failure: list[LakemirrorError] = []
         rows = 0
 
-        def batches():  # keep our own error: the Arrow stream would flatten it to text
+        def batches() -> Iterator[pa.RecordBatch]:  # our error would be flattened to text
             nonlocal rows
             try:
                 for batch in change_file.batches():
