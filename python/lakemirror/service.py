@@ -101,10 +101,10 @@ class MirrorService:
 
     def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name
-        model_id = f".{staging_table_name(schema, name)}"
+        model = staging_table_name(schema, name)
         model_errors = [node.message or node.status for node in nodes
-                        if node.failed and model_id in node.unique_id
-                        and node.unique_id.startswith("model.")]
+                        if node.failed and node.unique_id.startswith("model.")
+                        and node.unique_id.endswith(f".{model}")]
         mirrored = self.layout.mirrored_path(schema, name)
         rows = (DeltaTable(str(mirrored)).to_pyarrow_dataset().count_rows()
                 if DeltaTable.is_deltatable(str(mirrored)) else None)
@@ -112,7 +112,7 @@ class MirrorService:
             return TableStatus(schema, name, result.status, result.last_sequence, rows,
                                result.error)
         return TableStatus(schema, name, "failed", result.last_sequence, rows,
-                           f"dbt model {staging_table_name(schema, name)}: {model_errors[0]}")
+                           f"dbt model {model}: {model_errors[0]}")
 
 
 _shared_engine: InProcessEngine | None = None

@@ -1,0 +1,39 @@
+"""lakemirror: open mirroring of a landing zone into Delta tables, SQL-first with dbt.
+
+Kept light so `lakemirror --help` starts at once: heavy parts load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lakemirror.errors import (
+    ConfigError,
+    EngineError,
+    LakemirrorError,
+    LandingZoneError,
+    SchemaChangeError,
+)
+from lakemirror.reference import apply_changes
+
+if TYPE_CHECKING:
+    from lakemirror.service import MirrorService
+    from lakemirror.status import TableStatus
+
+__version__ = "0.1.0"
+__all__ = [
+    "ConfigError", "EngineError", "LakemirrorError", "LandingZoneError", "MirrorService",
+    "SchemaChangeError", "TableStatus", "apply_changes",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MirrorService":
+        from lakemirror.service import MirrorService
+
+        return MirrorService
+    if name == "TableStatus":
+        from lakemirror.status import TableStatus
+
+        return TableStatus
+    raise AttributeError(name)
