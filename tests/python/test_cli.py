@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
-from lakemirror.reference import ROW_MARKER
+from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import warehouse_lock
 
 from conftest import as_multiset, copy_project, mirrored_rows
@@ -112,3 +112,33 @@ def test_second_concurrent_run_on_one_warehouse_is_refused(zone, tmp_path):
                          "--warehouse", str(tmp_path / "wh"),
                          "--project-dir", str(copy_project(tmp_path / "project")))
     assert result.exit_code == 2 and "another lakemirror run" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after", [1.5, 5.0, 8.0, 9.5, 11.0])
+def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_after):
+    """SIGKILL an incremental `lakemirror run` at some moment (ingest, dbt parse, MERGE...)."""
+    zone.table("T", ["id"])
+    files = [[{"id": i % 300, "v": f"{n}-{i}", M: [0, 1, 2, 4][(i + n) % 4]} for i in range(2_000)]
+             for n in range(6)]
+    project = copy_project(tmp_path / "project")
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "LAKEMIRROR_PROJECT_DIR": str(project)}
+    command = [str(BIN / "lakemirror"), "run"]
+    for sequence, rows in enumerate(files[:3], 1):
+        zone.write("T", sequence, rows, SCHEMA)
+    assert subprocess.run(command, env=env, capture_output=True, timeout=300).returncode == 0
+    for sequence, rows in enumerate(files[3:], 4):
+        zone.write("T", sequence, rows, SCHEMA)
+    victim = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        victim.wait(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        victim.kill()
+        victim.wait()
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
+    assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(expected)

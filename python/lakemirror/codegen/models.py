@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -104,7 +105,9 @@ def _write_generated(path: Path, body: str, comment: str) -> Outcome:
     else:
         outcome = "created"
         path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + body, encoding="utf-8")
+    partial = path.with_suffix(path.suffix + ".partial")  # a kill never leaves half a file
+    partial.write_text(header + body, encoding="utf-8")
+    os.replace(partial, path)
     return outcome
 
 
