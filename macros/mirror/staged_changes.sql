@@ -8,6 +8,8 @@
 {% macro default__staged_changes(staging) %}
     {%- set batches = lakemirror._mirror_batches_table() if execute else '_lakemirror_control.mirror_batches' -%}
     {%- set relation_name = this.schema ~ '.' ~ this.identifier -%}
+    {%- set keys = config.get('unique_key') or [] -%}
+    {%- set keys = [keys] if keys is string else keys -%}
     {%- set claimed -%}
         (
             select max(batch_end) from {{ batches }}
@@ -15,23 +17,23 @@
                 and invocation_id = '{{ invocation_id }}' and kind = 'claimed'
         )
     {%- endset -%}
+    {%- set changes = lakemirror._applicable_changes(
+        staging, claimed, keys, config.get('conditional_update_column')) -%}
     {%- if is_incremental() -%}
-        select * from {{ staging }}
+        select * from {{ changes }} as changes
         where
             _lm_position > (
                 select coalesce(max(batch_end), 0) from {{ batches }}
                 where relation_name = '{{ relation_name }}' and kind = 'applied'
             )
-            and _lm_position <= {{ claimed }}
     {%- else -%}
         {%- set data_columns = lakemirror._data_columns(staging) -%}
-        {%- set changes = '(select * from ' ~ staging ~ ' where _lm_position <= ' ~ claimed ~ ')' -%}
         select
             {% for column in data_columns -%}
             {{ adapter.quote(column) }},
             {% endfor -%}
             _lm_position
-        from ({{ lakemirror.mirror_actions_sql(changes, config.get('unique_key') or [], data_columns) }}) as actions
+        from ({{ lakemirror.mirror_actions_sql(changes, keys, data_columns) }}) as actions
         where _lm_action = 'write'
     {%- endif -%}
 {% endmacro %}

@@ -37,6 +37,30 @@ class LandingZoneError(LakemirrorError):
     """A landing-zone file or folder breaks the open mirroring contract."""
 
 
+class MetadataError(LandingZoneError):
+    """`_metadata.json` is malformed or invalid, or changes what may not change (keys)."""
+
+
+class FileNameError(LandingZoneError):
+    """A change file's name breaks the naming rule (digits, extension, duplicate number)."""
+
+
+class UnreadableFileError(LandingZoneError):
+    """A change file is empty, truncated, corrupt or not in its declared format or encoding."""
+
+
+class ColumnError(LandingZoneError):
+    """A change file lacks a declared column, or uses a reserved column name."""
+
+
+class RowMarkerError(LandingZoneError):
+    """`__rowMarker__` is misplaced or holds a value the table cannot take."""
+
+
+class ValueParseError(LandingZoneError):
+    """A delimited-text value does not parse as its declared type, or is NULL where not allowed."""
+
+
 class SchemaChangeError(LandingZoneError):
     """A file's columns differ from the table's staged columns."""
 

@@ -24,25 +24,38 @@ def apply_changes(
     key_columns: Sequence[str],
     *,
     initial: Iterable[Mapping[str, Any]] = (),
+    default_marker: int = INSERT,
+    conditional_column: str | None = None,
 ) -> list[Row]:
     """Apply change files in order (rows in file order) and return the resulting rows.
 
     Per key: insert appends a row, update/upsert replace all rows with the new one,
-    delete removes all rows. A row without `__rowMarker__` is an insert.
+    delete removes all rows. A row without `__rowMarker__` gets `default_marker`.
+
+    With `conditional_column` C, an update, upsert or delete applies only when its C is at
+    least the key's high-water mark: the largest C of every earlier change to the key
+    (inserts, applied or skipped changes, deletes included). NULL is lower than any value.
     """
     keys = tuple(key_columns)
     rows_by_key: dict[tuple[Any, ...], list[Row]] = {}
+    high_water: dict[tuple[Any, ...], Any] = {}
     for row in initial:
         rows_by_key.setdefault(_key_of(row, keys), []).append(dict(row))
     for file in files:
         for change in file:
-            marker = change.get(ROW_MARKER, INSERT)
+            marker = change.get(ROW_MARKER, default_marker)
             if marker not in VALID_MARKERS:
                 raise ReferenceError(f"invalid {ROW_MARKER} {marker!r}")
             if marker != INSERT and not keys:
                 raise ReferenceError("updates and deletes need keyColumns")
             data = {name: value for name, value in change.items() if name != ROW_MARKER}
             key = _key_of(data, keys)
+            if conditional_column is not None:
+                order, earlier = data.get(conditional_column), high_water.get(key)
+                if order is not None and (earlier is None or order > earlier):
+                    high_water[key] = order
+                if marker != INSERT and not _reaches(order, earlier):
+                    continue
             if marker == INSERT:
                 rows_by_key.setdefault(key, []).append(data)
             elif marker == DELETE:
@@ -50,6 +63,11 @@ def apply_changes(
             else:
                 rows_by_key[key] = [data]
     return [row for rows in rows_by_key.values() for row in rows]
+
+
+def _reaches(order: Any, earlier: Any) -> bool:
+    """Whether a change's conditional value reaches the key's earlier high-water mark."""
+    return earlier is None or (order is not None and order >= earlier)
 
 
 def _key_of(row: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:

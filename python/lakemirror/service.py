@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 from lakemirror.build import NodeResult, dbt_invoke
 from lakemirror.codegen import MirrorModel, write_model
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
-from lakemirror.errors import ConfigError
+from lakemirror.errors import ConfigError, LandingZoneError
 from lakemirror.landing import discover_tables
 from lakemirror.staging import (
     STAGING_SCHEMA,
@@ -21,7 +21,15 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
+from lakemirror.monitor import (
+    applied_positions,
+    monitor_record,
+    read_monitor,
+    record_partner_events,
+    write_monitor,
+)
 from lakemirror.staging.lock import warehouse_lock
+from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -37,6 +45,7 @@ class MirrorService:
     target: str = "embedded"
     dbt_vars: dict[str, object] = field(default_factory=dict)
     quiet: bool = False
+    retention_days: float = DEFAULT_RETENTION_DAYS
     progress: Callable[[str], None] = lambda message: None
 
     def __post_init__(self) -> None:
@@ -53,31 +62,57 @@ class MirrorService:
             ingested = self.ingest()
             staged = [result for result in ingested if self._is_staged(result)]
             nodes = self.build() if staged else []
-            return [self._status(result, nodes) for result in ingested]
+            statuses = [self._status(result, nodes) for result in ingested]
+            self._record(ingested, statuses, applied_now=bool(nodes))
+            return statuses
 
     def ingest_only(self) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
         with warehouse_lock(self.warehouse):
-            return [self._status(result, []) for result in self.ingest()]
+            ingested = self.ingest()
+            statuses = [self._status(result, []) for result in ingested]
+            self._record(ingested, statuses, applied_now=False)
+            return statuses
 
     def ingest(self) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""
+        self._record_partner()
         ingested = []
         for table in discover_tables(self.landing_zone):
             self.progress(f"ingest {table.qualified_name}")
             ingested.append(ingest_table(
                 table, self.layout,
+                retention_days=self.retention_days,
                 on_file=lambda file: self.progress(f"  stage {file.path.name}")))
+            for warning in ingested[-1].metadata.warnings:
+                self.progress(f"  warning: {warning}")
         staged = [result for result in ingested if self._is_staged(result)]
         register_relations(self.layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
              str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged])
         for result in staged:
-            model = MirrorModel(result.table.schema, result.table.name, result.key_columns)
+            model = MirrorModel(result.table.schema, result.table.name,
+                                result.metadata.key_columns, result.metadata.conditional_column)
             for path, outcome in write_model(self.project_dir, model).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
         return ingested
+
+    def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], *,
+                applied_now: bool) -> None:
+        previous = read_monitor(self.layout)
+        applied = applied_positions(self.layout)
+        write_monitor(self.layout, [
+            monitor_record(result, status, previous.get((status.schema, status.table)),
+                           applied.get(f"{status.schema}.{status.table}", 0),
+                           applied_now=applied_now)
+            for result, status in zip(ingested, statuses)])
+
+    def _record_partner(self) -> None:
+        try:
+            record_partner_events(self.landing_zone, self.layout)
+        except LandingZoneError as error:
+            self.progress(f"warning: {error}")
 
     @property
     def layout(self) -> Warehouse:

@@ -86,7 +86,7 @@ def test_file_without_marker_is_all_inserts(zone, tmp_path):
     ([{ROW_MARKER: 0, "id": 1}],
      pa.schema([(ROW_MARKER, pa.int32()), ("id", pa.int64())]), "must be the last column"),
     ([{"v": "a", ROW_MARKER: 0}], pa.schema([("v", pa.string()), (ROW_MARKER, pa.int32())]),
-     "key columns ['id']"),
+     "columns ['id'] named in _metadata.json"),
 ])
 def test_bad_file_fails_only_its_table_and_stays_in_place(zone, tmp_path, rows, schema, message):
     zone.table("Bad", ["id"])

@@ -53,3 +53,30 @@ def test_updates_and_deletes_need_keys(marker):
 def test_unknown_marker_is_rejected():
     with pytest.raises(ReferenceError, match="invalid"):
         apply_changes([[{"id": 1, M: 3}]], ["id"])
+
+
+def test_upsert_default_marker_for_files_without_marker():
+    changes = [[{"id": 1, "v": "a"}], [{"id": 1, "v": "b"}]]
+    assert apply_changes(changes, ["id"], default_marker=4) == [{"id": 1, "v": "b"}]
+
+
+def test_conditional_column_highest_value_wins_ties_by_position():
+    changes = [[{"id": 1, "ts": 5, "v": "a", M: 4}, {"id": 1, "ts": 3, "v": "late", M: 1},
+                {"id": 1, "ts": 5, "v": "tie", M: 1}]]
+    assert apply_changes(changes, ["id"], conditional_column="ts") == [
+        {"id": 1, "ts": 5, "v": "tie"}]
+
+
+def test_conditional_column_late_old_change_never_overwrites_or_resurrects():
+    changes = [[{"id": 1, "ts": 10, "v": "new", M: 4}], [{"id": 1, "ts": 2, "v": "old", M: 1},
+                                                         {"id": 1, "ts": 1, "v": None, M: 2}],
+               [{"id": 2, "ts": 9, "v": None, M: 2}], [{"id": 2, "ts": 8, "v": "old", M: 4}]]
+    assert apply_changes(changes, ["id"], conditional_column="ts") == [
+        {"id": 1, "ts": 10, "v": "new"}]
+
+
+def test_conditional_column_null_is_lowest():
+    changes = [[{"id": 1, "ts": None, "v": "a", M: 4}, {"id": 1, "ts": 1, "v": "b", M: 1},
+                {"id": 1, "ts": None, "v": "c", M: 1}]]
+    assert apply_changes(changes, ["id"], conditional_column="ts") == [
+        {"id": 1, "ts": 1, "v": "b"}]

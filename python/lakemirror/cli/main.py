@@ -54,6 +54,10 @@ def mirror_options(command: Command) -> Command:
         click.option("--target", default="embedded", show_default=True,
                      envvar="LAKEMIRROR_TARGET",
                      help="dbt target in profiles/profiles.yml [env LAKEMIRROR_TARGET]."),
+        click.option("--retention-days", type=float, default=7.0, show_default=True,
+                     envvar="LAKEMIRROR_RETENTION_DAYS",
+                     help="Delete files in _ProcessedFiles/ and _FilesReadyToDelete/ after this "
+                          "many days [env LAKEMIRROR_RETENTION_DAYS]."),
         click.option("--json", "as_json", is_flag=True, help="Print the status as JSON."),
     ]):
         command = option(command)
@@ -63,21 +67,21 @@ def mirror_options(command: Command) -> Command:
 @cli.command()
 @mirror_options
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-        as_json: bool) -> None:
+        retention_days: float, as_json: bool) -> None:
     """Ingest new files, generate models for new tables, run `dbt build`, print the status.
 
     Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
     """
-    service = _service(landing_zone, warehouse, project_dir, target, as_json)
+    service = _service(landing_zone, warehouse, project_dir, target, retention_days, as_json)
     _report(service.run(), as_json)
 
 
 @cli.command()
 @mirror_options
 def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-           as_json: bool) -> None:
+           retention_days: float, as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
-    service = _service(landing_zone, warehouse, project_dir, target, as_json)
+    service = _service(landing_zone, warehouse, project_dir, target, retention_days, as_json)
     _report(service.ingest_only(), as_json)
 
 
@@ -86,6 +90,21 @@ def _report(statuses: Sequence[TableStatus], as_json: bool) -> None:
 
     click.echo(to_json(statuses) if as_json else to_text(statuses))
     sys.exit(1 if any(status.status == "failed" for status in statuses) else 0)
+
+
+@cli.command(name="status")
+@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def table_status(warehouse: Path, as_json: bool) -> None:
+    """Per-table monitoring from the last run: status, files pending, rows, errors."""
+    from lakemirror import monitor
+    from lakemirror.staging import Warehouse
+
+    layout = Warehouse(warehouse.resolve())
+    records, partner = list(monitor.read_monitor(layout).values()), monitor.read_partner(layout)
+    click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
+    sys.exit(1 if any(record.status == "failed" for record in records) else 0)
 
 
 @cli.command()
@@ -135,12 +154,12 @@ def status() -> None:
 
 
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-             quiet: bool) -> MirrorService:
+             retention_days: float, quiet: bool) -> MirrorService:
     from lakemirror.service import PROJECT_DIR, MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
-                         progress=progress, quiet=quiet)
+                         progress=progress, quiet=quiet, retention_days=retention_days)
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ class MirrorModel:
     schema: str
     table: str
     key_columns: tuple[str, ...]
+    conditional_column: str | None = None
 
     @property
     def name(self) -> str:
@@ -34,11 +35,13 @@ class MirrorModel:
 
     def sql(self) -> str:
         keys = ", ".join(_sql_string(key) for key in self.key_columns)
+        conditional = (f"\n        conditional_update_column={_sql_string(self.conditional_column)},"
+                       if self.conditional_column else "")
         return f"""{{{{
     config(
         materialized='incremental',
         incremental_strategy='mirror',
-        unique_key=[{keys}],
+        unique_key=[{keys}],{conditional}
         schema='{self.schema}',
         alias='{self.table}'
     )

@@ -1,18 +1,17 @@
 """Landing zone: discover tables, read their metadata and change files (open mirroring contract)."""
 
 from lakemirror.landing.changes import POSITION, ROWS_PER_FILE, ChangeFile, open_change_file
+from lakemirror.landing.detection import Detection, SequenceFile, StagedFiles, detect_files
 from lakemirror.landing.discovery import (
     DEFAULT_SCHEMA,
     LandingTable,
-    SequenceFile,
     discover_tables,
     sequence_file_name,
-    sequence_files,
 )
 from lakemirror.landing.metadata import TableMetadata, read_metadata
 
 __all__ = [
-    "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "LandingTable", "SequenceFile",
-    "TableMetadata", "discover_tables", "open_change_file", "read_metadata", "sequence_file_name",
-    "sequence_files",
+    "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "Detection", "LandingTable", "SequenceFile",
+    "StagedFiles", "TableMetadata", "detect_files", "discover_tables", "open_change_file",
+    "read_metadata", "sequence_file_name",
 ]

@@ -6,7 +6,7 @@ number for the change position (file sequence number, row inside the file).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +14,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakemirror.errors import LandingZoneError
-from lakemirror.landing.discovery import LandingTable, SequenceFile
+from lakemirror.errors import (
+    ColumnError,
+    FileNameError,
+    LandingZoneError,
+    RowMarkerError,
+    UnreadableFileError,
+)
+from lakemirror.landing.delimited import read_delimited
+from lakemirror.landing.detection import SequenceFile
+from lakemirror.landing.discovery import LandingTable
+from lakemirror.landing.metadata import TableMetadata
 from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
 
 POSITION = "_lm_position"
@@ -31,9 +40,9 @@ class ChangeFile:
     table: LandingTable
     file: SequenceFile
     schema: pa.Schema  # staging schema: _lm_position, data columns, __rowMarker__
-    parquet: pq.ParquetFile
+    read: Callable[[], Iterator[pa.RecordBatch]]
     has_marker: bool
-    key_columns: tuple[str, ...]
+    metadata: TableMetadata
 
     @property
     def data_columns(self) -> list[str]:
@@ -44,32 +53,34 @@ class ChangeFile:
         first_position = self.file.sequence * ROWS_PER_FILE
         row = 0
         try:
-            for batch in self.parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=True):
+            for batch in self.read():
                 start = first_position + row
                 positions = pa.array(np.arange(start, start + len(batch), dtype=np.int64))
                 markers = self._markers(batch, row)
-                data = [batch.column(name) for name in self.data_columns]
+                data = [_to_delta(batch.column(name)) for name in self.data_columns]
                 yield pa.RecordBatch.from_arrays([positions, *data, markers], schema=self.schema)
                 row += len(batch)
         except (pa.ArrowException, OSError) as error:
             raise self._error(f"cannot read rows after row {row}: {error}",
-                              "replace the file with a complete Parquet file") from error
+                              "replace the file with a complete, uncorrupted file",
+                              UnreadableFileError) from error
 
     def _markers(self, batch: pa.RecordBatch, first_row: int) -> pa.Array:
         if not self.has_marker:
-            return pa.repeat(pa.scalar(INSERT, pa.int32()), len(batch))
+            return pa.repeat(pa.scalar(self.metadata.default_marker, pa.int32()), len(batch))
         markers = batch.column(ROW_MARKER)
         try:
             markers = pc.cast(markers, pa.int32())
         except pa.ArrowInvalid as error:
             raise self._error(f"{ROW_MARKER} holds a value that is not an integer: {error}",
                               "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)") from error
-        allowed = [INSERT] if not self.key_columns else sorted(VALID_MARKERS)
+        keyless = not self.metadata.key_columns
+        allowed = [INSERT] if keyless else sorted(VALID_MARKERS)
         bad = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(allowed, pa.int32())), False))
         if pc.any(bad).as_py():
             index = pc.index(bad, True).as_py()
             value = markers[index].as_py()
-            if not self.key_columns and value in VALID_MARKERS:
+            if keyless and value in VALID_MARKERS:
                 raise self._error(
                     f"row {first_row + index} has {ROW_MARKER}={value}, but the table has no "
                     "keyColumns, so only inserts (0) are possible",
@@ -78,39 +89,70 @@ class ChangeFile:
                               "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)")
         return markers
 
-    def _error(self, message: str, hint: str) -> LandingZoneError:
-        return LandingZoneError(message, table=self.table.qualified_name,
-                                file=str(self.file.path), hint=hint)
+    def _error(self, message: str, hint: str,
+               kind: type[LandingZoneError] = RowMarkerError) -> LandingZoneError:
+        return kind(message, table=self.table.qualified_name, file=str(self.file.path), hint=hint)
 
 
 def open_change_file(table: LandingTable, file: SequenceFile,
-                     key_columns: tuple[str, ...]) -> ChangeFile:
-    """Open and check a change file's columns against the contract."""
+                     metadata: TableMetadata) -> ChangeFile:
+    """Open a change file and check its columns against the contract."""
     where = {"table": table.qualified_name, "file": str(file.path)}
     if file.sequence > MAX_SEQUENCE:
-        raise LandingZoneError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
+        raise FileNameError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
                                hint="restart numbering in a new table folder", **where)
-    try:
-        parquet = pq.ParquetFile(file.path)
-    except (pa.ArrowException, OSError) as error:
-        raise LandingZoneError(f"not a readable Parquet file: {error}",
-                               hint="replace it with a complete Parquet file", **where) from error
-    arrow_schema = parquet.schema_arrow
+    if file.path.stat().st_size == 0 and metadata.delimited is None:
+        raise UnreadableFileError("the Parquet file is empty (0 bytes)",
+                               hint="write a complete Parquet file (an empty one has a footer)",
+                               **where)
+    arrow_schema, read = (_open_parquet(file, where) if metadata.delimited is None
+                          else _open_delimited(table, file, metadata))
     names = arrow_schema.names
     has_marker = ROW_MARKER in names
     if has_marker and names[-1] != ROW_MARKER:
-        raise LandingZoneError(f"{ROW_MARKER} must be the last column; columns are {names}",
+        raise RowMarkerError(f"{ROW_MARKER} must be the last column; columns are {names}",
                                hint=f"write {ROW_MARKER} as the last column", **where)
-    data_fields = [field for field in arrow_schema if field.name != ROW_MARKER]
+    data_fields = [field.with_type(_delta_type(field.type))
+                   for field in arrow_schema if field.name != ROW_MARKER]
     reserved = [field.name for field in data_fields if field.name.startswith("_lm_")]
     if reserved:
-        raise LandingZoneError(f"columns {reserved} use lakemirror's reserved prefix _lm_",
+        raise ColumnError(f"columns {reserved} use lakemirror's reserved prefix _lm_",
                                hint="rename these columns in the source", **where)
-    missing = [key for key in key_columns if key not in names]
-    if missing:
-        raise LandingZoneError(f"key columns {missing} from _metadata.json are not in the file; "
+    needed = [*metadata.key_columns, *filter(None, [metadata.conditional_column])]
+    missing = [name for name in needed if name not in names]
+    if missing and names:
+        raise ColumnError(f"columns {missing} named in _metadata.json are not in the file; "
                                f"columns are {names}",
-                               hint="write every keyColumns column into each file", **where)
+                               hint="write every keyColumns (and ConditionalUpdateColumn) "
+                                    "column into each file", **where)
     schema = pa.schema([pa.field(POSITION, pa.int64(), nullable=False), *data_fields,
                         pa.field(ROW_MARKER, pa.int32())])
-    return ChangeFile(table, file, schema, parquet, has_marker, key_columns)
+    return ChangeFile(table, file, schema, read, has_marker, metadata)
+
+
+Opened = tuple[pa.Schema, Callable[[], Iterator[pa.RecordBatch]]]
+
+
+def _open_parquet(file: SequenceFile, where: dict[str, str]) -> Opened:
+    try:
+        parquet = pq.ParquetFile(file.path)
+    except (pa.ArrowException, OSError) as error:
+        raise UnreadableFileError(f"not a readable Parquet file: {error}",
+                               hint="replace it with a complete Parquet file", **where) from error
+    return parquet.schema_arrow, lambda: parquet.iter_batches(batch_size=BATCH_ROWS)
+
+
+def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
+    assert metadata.delimited is not None
+    rows = read_delimited(file.path, metadata.delimited, metadata.schema_definition,
+                          table=table.qualified_name)
+    return rows.schema, lambda: iter(rows.to_batches(max_chunksize=BATCH_ROWS))
+
+
+def _delta_type(arrow_type: pa.DataType) -> pa.DataType:
+    """Delta has no time-of-day type: times are staged as ISO strings (HH:MM:SS[.ffffff])."""
+    return pa.string() if pa.types.is_time(arrow_type) else arrow_type
+
+
+def _to_delta(column: pa.Array) -> pa.Array:
+    return pc.cast(column, pa.string()) if pa.types.is_time(column.type) else column

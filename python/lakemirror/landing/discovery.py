@@ -1,4 +1,4 @@
-"""Find the tables of a landing zone and their numbered change files."""
+"""Find the tables of a landing zone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from lakemirror.errors import ConfigError
 SCHEMA_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
 PROCESSED_FOLDER = "_ProcessedFiles"
-SEQUENCE_FILE = re.compile(r"^(\d{20})\.parquet$")
 NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -32,14 +31,6 @@ class LandingTable:
         return self.folder / PROCESSED_FOLDER
 
 
-@dataclass(frozen=True)
-class SequenceFile:
-    """A change file named with its 20-digit sequence number."""
-
-    sequence: int
-    path: Path
-
-
 def discover_tables(zone: Path) -> list[LandingTable]:
     """Table folders at the zone root and under `<schema>.schema/`; `_`-items are ignored."""
     if not zone.is_dir():
@@ -57,16 +48,6 @@ def discover_tables(zone: Path) -> list[LandingTable]:
         else:
             tables.append(LandingTable(DEFAULT_SCHEMA, item.name.lower(), item))
     return tables
-
-
-def sequence_files(folder: Path) -> list[SequenceFile]:
-    """The numbered change files in place in a table folder, in numeric order."""
-    files = []
-    for path in folder.iterdir():
-        match = SEQUENCE_FILE.match(path.name)
-        if match and path.is_file():
-            files.append(SequenceFile(int(match.group(1)), path))
-    return sorted(files, key=lambda file: file.sequence)
 
 
 def sequence_file_name(sequence: int) -> str:

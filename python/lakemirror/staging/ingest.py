@@ -1,35 +1,49 @@
 """Stage a landing-zone table's new change files into its append-only staging Delta table.
 
-One Delta commit per file, carrying the file's sequence number in the commit metadata, so the
-staging table itself records how far ingestion got. A file moves to `_ProcessedFiles/` only
-after its rows are committed; the newest staged file stays in place for the publisher.
+One Delta commit per file, carrying the file's sequence number, name and the table's keys in the
+commit metadata, so the staging table itself records how far ingestion got. A file moves to
+`_ProcessedFiles/` only after its rows are committed; the newest staged file stays in place for
+the publisher.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import DeltaError
+from deltalake import CommitProperties, DeltaTable, Schema, write_deltalake
 
-from lakemirror.errors import LakemirrorError, LandingZoneError, SchemaChangeError
+from lakemirror.errors import (
+    FileNameError,
+    LakemirrorError,
+    LandingZoneError,
+    MetadataError,
+    SchemaChangeError,
+)
 from lakemirror.landing import (
     ChangeFile,
+    Detection,
     LandingTable,
     SequenceFile,
+    StagedFiles,
+    TableMetadata,
+    detect_files,
     open_change_file,
     read_metadata,
-    sequence_file_name,
-    sequence_files,
 )
 from lakemirror.landing.discovery import NAME
+from lakemirror.reference import ROW_MARKER
 from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 
 SEQUENCE_KEY = "lakemirror.sequence"
+FILE_KEY = "lakemirror.file"
+KEYS_KEY = "lakemirror.keyColumns"
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -39,51 +53,72 @@ class IngestResult:
 
     table: LandingTable
     status: Status
-    key_columns: tuple[str, ...] = ()
+    metadata: TableMetadata = TableMetadata()
     last_sequence: int = 0
     staged_files: int = 0
     staged_rows: int = 0
+    staged_bytes: int = 0
+    files_pending: int = 0
     error: str | None = None
+    error_class: Literal["user", "system"] | None = None
+    error_type: str | None = None
 
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
+                 retention_days: float = DEFAULT_RETENTION_DAYS,
                  on_file: Callable[[SequenceFile], None] = lambda file: None) -> IngestResult:
-    """Stage every contiguous new file of `table`; a bad file stops only this table."""
+    """Stage every new file of `table` in order; a bad file stops only this table."""
     staging = StagingTable(warehouse.staging_path(table.schema, table.name))
-    last_sequence = staging.last_sequence()
-    staged_files = staged_rows = 0
-    key_columns: tuple[str, ...] = ()
+    staged = StagedFiles()
+    metadata = TableMetadata()
+    detection = Detection([], [])
+    staged_files = staged_rows = staged_bytes = 0
+
+    def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
+        pending = len(detection.pending) - staged_files + detection.blocked
+        error_class: Literal["user", "system"] | None = (
+            None if not isinstance(error, LakemirrorError) else
+            "user" if isinstance(error, LandingZoneError) else "system")
+        return IngestResult(table, status, metadata, staged.last_sequence, staged_files,
+                            staged_rows, staged_bytes, pending,
+                            None if error is None else str(error), error_class,
+                            type(error).__name__ if isinstance(error, LakemirrorError) else None)
+
     try:
         _check_names(table)
-        key_columns = read_metadata(table.folder, table.qualified_name).key_columns
-        files = sequence_files(table.folder)
-        move_processed(table, files, last_sequence)
-        for file in (file for file in files if file.sequence > last_sequence):
-            if file.sequence != last_sequence + 1:
-                missing = sequence_file_name(last_sequence + 1)
-                return IngestResult(table, "waiting", key_columns, last_sequence, staged_files,
-                                    staged_rows, f"waiting for missing file {missing}")
+        metadata = read_metadata(table.folder, table.qualified_name)
+        staged = staging.staged_files(
+            with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
+        staging.check_keys(table, metadata)
+        detection = detect_files(table, metadata, staged)
+        move_processed(table, detection.staged_in_place)
+        for file in detection.pending:
             on_file(file)
-            staged_rows += staging.append(open_change_file(table, file, key_columns))
+            staged_rows += staging.append(open_change_file(table, file, metadata))
+            staged_bytes += file.path.stat().st_size
+            staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
+            move_processed(table, [*detection.staged_in_place, *(
+                pending.path for pending in detection.pending[:staged_files])])
             staged_files += 1
-            last_sequence = file.sequence
-            move_processed(table, files, last_sequence)
+        purge_processed(table, retention_days)
     except LakemirrorError as error:
-        return IngestResult(table, "failed", key_columns, last_sequence, staged_files,
-                            staged_rows, str(error))
-    if last_sequence == 0:
-        return IngestResult(table, "waiting", key_columns, 0, error="no change files yet")
-    return IngestResult(table, "replicating", key_columns, last_sequence, staged_files,
-                        staged_rows)
+        return result("failed", error)
+    if detection.waiting_for:
+        return result("waiting", detection.waiting_for)
+    if staged.last_sequence == 0:
+        return result("waiting", "no change files yet")
+    return result("replicating")
 
 
-def move_processed(table: LandingTable, files: list[SequenceFile], last_sequence: int) -> None:
-    """Move staged files to `_ProcessedFiles/`, keeping the newest staged file in place."""
-    done = [file for file in files if file.sequence < last_sequence and file.path.exists()]
+def move_processed(table: LandingTable, staged_files: list[Path]) -> None:
+    """Move staged files (never the newest one: it stays for the publisher) to `_ProcessedFiles/`."""
+    done = [path for path in staged_files if path.exists()]
     if done:
         table.processed_folder.mkdir(exist_ok=True)
-    for file in done:
-        os.replace(file.path, table.processed_folder / file.path.name)
+    for path in done:
+        target = table.processed_folder / path.name
+        os.replace(path, target)
+        os.utime(target)  # retention counts from now
 
 
 class StagingTable:
@@ -92,16 +127,35 @@ class StagingTable:
     def __init__(self, path: os.PathLike[str]) -> None:
         self.path = str(path)
 
-    def last_sequence(self) -> int:
-        """Sequence number of the last staged file (0 when nothing is staged)."""
+    def _last_commit(self) -> dict[str, Any]:
         if not DeltaTable.is_deltatable(self.path):
-            return 0
+            return {}
         history = DeltaTable(self.path).history(limit=1)
-        return int(history[0].get(SEQUENCE_KEY, 0)) if history else 0
+        return history[0] if history else {}
+
+    def staged_files(self, *, with_names: bool) -> StagedFiles:
+        """The last staged sequence and file name; all staged names when `with_names`."""
+        last = self._last_commit()
+        if SEQUENCE_KEY not in last:
+            return StagedFiles()
+        names: frozenset[str] = frozenset()
+        if with_names:
+            names = frozenset(str(commit[FILE_KEY]) for commit in DeltaTable(self.path).history()
+                              if FILE_KEY in commit)
+        return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
+
+    def check_keys(self, table: LandingTable, metadata: TableMetadata) -> None:
+        """keyColumns are immutable once a table has staged data."""
+        recorded = self._last_commit().get(KEYS_KEY)
+        if recorded is not None and tuple(json.loads(recorded)) != metadata.key_columns:
+            raise MetadataError(
+                f"keyColumns changed from {json.loads(recorded)} to {list(metadata.key_columns)}",
+                table=table.qualified_name, file=str(table.folder / "_metadata.json"),
+                hint="keys are immutable: recreate the table folder to change keys")
 
     def append(self, change_file: ChangeFile) -> int:
         """Commit all rows of `change_file` in one transaction; returns the row count."""
-        self._check_columns(change_file)
+        schema_mode = self._check_columns(change_file)
         failure: list[LakemirrorError] = []
         rows = 0
 
@@ -116,35 +170,67 @@ class StagingTable:
                 raise
 
         reader = pa.RecordBatchReader.from_batches(change_file.schema, batches())
-        metadata = {SEQUENCE_KEY: str(change_file.file.sequence)}
+        metadata = {SEQUENCE_KEY: str(change_file.file.sequence),
+                    FILE_KEY: change_file.file.path.name,
+                    KEYS_KEY: json.dumps(list(change_file.metadata.key_columns))}
         try:
-            write_deltalake(self.path, reader, mode="append",
+            write_deltalake(self.path, reader, mode="append", schema_mode=schema_mode,
                             commit_properties=CommitProperties(custom_metadata=metadata))
-        except (DeltaError, pa.ArrowException, OSError) as error:
+        except Exception as error:  # delta-rs raises plain Exception for schema errors
             if failure:
                 raise failure[0] from error
-            raise LandingZoneError(
+            raise SchemaChangeError(
                 f"could not stage the file: {error}", table=change_file.table.qualified_name,
                 file=str(change_file.file.path),
                 hint="check that column types match the earlier files of this table") from error
         return rows
 
-    def _check_columns(self, change_file: ChangeFile) -> None:
+    def _check_columns(self, change_file: ChangeFile) -> Literal["merge"] | None:
+        """The write's schema mode; raises when the file's columns differ from staging's."""
         if not DeltaTable.is_deltatable(self.path):
-            return
-        staged = pa.schema(DeltaTable(self.path).schema().to_arrow()).names
-        if staged != change_file.schema.names:
+            return None
+        staged = {field.name: _type_name(field.type)
+                  for field in DeltaTable(self.path).schema().fields
+                  if not field.name.startswith("_lm_") and field.name != ROW_MARKER}
+        if not staged or not change_file.data_columns:
+            return "merge"  # a file without columns (empty text file) fits any table
+        where = {"table": change_file.table.qualified_name, "file": str(change_file.file.path)}
+        if list(staged) != change_file.data_columns:
             raise SchemaChangeError(
                 f"columns {change_file.data_columns} differ from the staged columns "
-                f"{staged[1:-1]}", table=change_file.table.qualified_name,
-                file=str(change_file.file.path),
-                hint="publish the same columns, or recreate the table folder")
+                f"{list(staged)}", hint="publish the same columns, or recreate the table folder",
+                **where)
+        incoming = Schema.from_arrow(change_file.schema)
+        for field in incoming.fields:
+            if field.name in staged and _type_name(field.type) != staged[field.name]:
+                raise SchemaChangeError(
+                    f"column {field.name!r} changed type from {staged[field.name]} to "
+                    f"{_type_name(field.type)}",
+                    hint="publish the earlier type, or recreate the table folder", **where)
+        return None
+
+
+def _type_name(delta_type: Any) -> str:
+    """A Delta type as `array<long>`, without nullability; nanosecond timestamps are stored as
+    microseconds, so they compare equal."""
+    return _describe(json.loads(delta_type.to_json())).replace("_nanos", "")
+
+
+def _describe(spec: Any) -> str:
+    if isinstance(spec, str):
+        return spec
+    if spec["type"] == "array":
+        return f"array<{_describe(spec['elementType'])}>"
+    if spec["type"] == "map":
+        return f"map<{_describe(spec['keyType'])},{_describe(spec['valueType'])}>"
+    fields = ",".join(f"{field['name']}:{_describe(field['type'])}" for field in spec["fields"])
+    return f"struct<{fields}>"
 
 
 def _check_names(table: LandingTable) -> None:
     for kind, name in (("schema", table.schema), ("table", table.name)):
         if not NAME.match(name):
-            raise LandingZoneError(
+            raise FileNameError(
                 f"{kind} name {name!r} has characters other than letters, digits and _",
                 table=table.qualified_name, file=str(table.folder),
                 hint="rename the folder using letters, digits and underscores")

@@ -27,9 +27,12 @@ class Warehouse:
     def staging_path(self, schema: str, table: str) -> Path:
         return self.root / "_lakemirror" / "staging" / schema / table
 
+    def control_path(self, name: str) -> Path:
+        return self.root / "_lakemirror" / "control" / name
+
     @property
     def relations_path(self) -> Path:
-        return self.root / "_lakemirror" / "control" / RELATIONS_TABLE
+        return self.control_path(RELATIONS_TABLE)
 
 
 def staging_table_name(schema: str, table: str) -> str:

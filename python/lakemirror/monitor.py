@@ -1,0 +1,174 @@
+"""Table monitoring, like Fabric's: per-table state kept in a control Delta table after each run,
+and the publisher's `_partnerEvents.json`, shown by `lakemirror status`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+
+from lakemirror.errors import LandingZoneError
+from lakemirror.landing import ROWS_PER_FILE
+from lakemirror.staging import IngestResult, Warehouse
+from lakemirror.status import TableStatus
+
+PARTNER_EVENTS_FILE = "_partnerEvents.json"
+ErrorClass = Literal["user", "system"]
+
+
+@dataclass(frozen=True)
+class TableMonitor:
+    """The monitoring record of one table."""
+
+    schema: str
+    table: str
+    status: str
+    last_sequence_applied: int
+    rows: int | None
+    files_pending: int
+    processed_rows: int
+    processed_bytes: int
+    last_sync: str | None
+    error: str | None
+    error_class: ErrorClass | None
+
+
+@dataclass(frozen=True)
+class PartnerInfo:
+    """What `_partnerEvents.json` says about the publisher."""
+
+    partner_name: str
+    source_type: str | None
+    source_version: str | None
+
+
+MONITOR_SCHEMA = pa.schema([
+    ("schema", pa.string()), ("table", pa.string()), ("status", pa.string()),
+    ("last_sequence_applied", pa.int64()), ("rows", pa.int64()), ("files_pending", pa.int64()),
+    ("processed_rows", pa.int64()), ("processed_bytes", pa.int64()), ("last_sync", pa.string()),
+    ("error", pa.string()), ("error_class", pa.string()),
+])
+PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.string()),
+                            ("source_version", pa.string())])
+
+
+def monitor_record(result: IngestResult, status: TableStatus, previous: TableMonitor | None,
+                   applied_position: int, *, applied_now: bool) -> TableMonitor:
+    """This run's monitoring record of one table, accumulating the previous record's counts."""
+    failed_in_dbt = status.status == "failed" and result.status != "failed"
+    synced = applied_now and status.status != "failed" and status.rows is not None
+    return TableMonitor(
+        schema=status.schema, table=status.table, status=status.status,
+        last_sequence_applied=applied_position // ROWS_PER_FILE,
+        rows=status.rows, files_pending=result.files_pending,
+        processed_rows=(previous.processed_rows if previous else 0) + result.staged_rows,
+        processed_bytes=(previous.processed_bytes if previous else 0) + result.staged_bytes,
+        last_sync=_now() if synced else (previous.last_sync if previous else None),
+        error=status.error,
+        error_class="system" if failed_in_dbt else result.error_class,
+    )
+
+
+def applied_positions(warehouse: Warehouse) -> dict[str, int]:
+    """The applied watermark of each mirrored relation ('schema.table')."""
+    path = str(warehouse.control_path("mirror_batches"))
+    if not DeltaTable.is_deltatable(path):
+        return {}
+    batches = DeltaTable(path).to_pyarrow_table(columns=["relation_name", "kind", "batch_end"])
+    applied = batches.filter(pc.equal(batches["kind"], "applied"))
+    maxima = applied.group_by("relation_name").aggregate([("batch_end", "max")])
+    return dict(zip(maxima["relation_name"].to_pylist(), maxima["batch_end_max"].to_pylist()))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def read_monitor(warehouse: Warehouse) -> dict[tuple[str, str], TableMonitor]:
+    """The records of the last run, by (schema, table)."""
+    rows = _read(warehouse.control_path("table_monitor"))
+    records = [TableMonitor(**row) for row in rows]
+    return {(record.schema, record.table): record for record in records}
+
+
+def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor]) -> None:
+    table = pa.Table.from_pylist([asdict(record) for record in records], schema=MONITOR_SCHEMA)
+    write_deltalake(str(warehouse.control_path("table_monitor")), table, mode="overwrite")
+
+
+def read_partner(warehouse: Warehouse) -> PartnerInfo | None:
+    rows = _read(warehouse.control_path("partner"))
+    return PartnerInfo(**rows[0]) if rows else None
+
+
+def record_partner_events(zone: Path, warehouse: Warehouse) -> PartnerInfo | None:
+    """Validate the zone's `_partnerEvents.json` and record it; None when there is none."""
+    path = zone / PARTNER_EVENTS_FILE
+    if not path.exists():
+        return None
+    info = parse_partner_events(path)
+    if read_partner(warehouse) != info:
+        write_deltalake(str(warehouse.control_path("partner")),
+                        pa.Table.from_pylist([asdict(info)], schema=PARTNER_SCHEMA),
+                        mode="overwrite")
+    return info
+
+
+def parse_partner_events(path: Path) -> PartnerInfo:
+    def error(message: str) -> LandingZoneError:
+        return LandingZoneError(f"{PARTNER_EVENTS_FILE}: {message}", file=str(path),
+                                hint='write {"partnerName": "...", "sourceInfo": '
+                                     '{"sourceType": "...", "sourceVersion": "..."}}')
+    try:
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as failure:
+        raise error(f"not valid JSON: {failure.msg} at line {failure.lineno}, "
+                    f"column {failure.colno}") from failure
+    if not isinstance(document, dict) or not isinstance(document.get("partnerName"), str):
+        raise error("partnerName (a string) is required")
+    source = document.get("sourceInfo", {})
+    if not isinstance(source, dict):
+        raise error("sourceInfo must be an object")
+    for name in ("sourceType", "sourceVersion"):
+        if name in source and not isinstance(source[name], str):
+            raise error(f"sourceInfo.{name} must be a string")
+    return PartnerInfo(document["partnerName"], source.get("sourceType"),
+                       source.get("sourceVersion"))
+
+
+def to_json(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
+    return json.dumps({"partner": asdict(partner) if partner else None,
+                       "tables": [asdict(record) for record in records]}, indent=2)
+
+
+def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
+    lines = []
+    if partner:
+        lines.append(f"publisher: {partner.partner_name} ({partner.source_type or '?'} "
+                     f"{partner.source_version or ''})".replace(" )", ")"))
+    columns = [field.name for field in fields(TableMonitor)][2:-2]
+    header = ["table", *columns, "error"]
+    body = [[f"{r.schema}.{r.table}", *(_cell(getattr(r, c)) for c in columns),
+             f"[{r.error_class}] {r.error}" if r.error else ""] for r in records]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]
+    lines += ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip()
+              for row in [header, *body]]
+    return "\n".join(lines) if records else "\n".join([*lines[:1], "no tables mirrored yet"])
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not DeltaTable.is_deltatable(str(path)):
+        return []
+    rows: list[dict[str, Any]] = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return rows

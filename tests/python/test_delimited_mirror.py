@@ -1,0 +1,90 @@
+"""Delimited-text tables mirrored end to end through dbt, and nested Parquet types."""
+
+import gzip
+import json
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from lakemirror.reference import ROW_MARKER, apply_changes
+
+from conftest import as_multiset, mirrored_rows
+
+pytestmark = pytest.mark.slow
+M = ROW_MARKER
+
+
+def test_typed_tsv_with_quotes_nulls_and_compression_matches_reference(zone, service):
+    folder = zone.root / "Sales.schema" / "Orders"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(json.dumps({
+        "keyColumns": ["id"], "FileFormat": "DelimitedText", "FileExtension": "tsv",
+        "FileFormatTypeProperties": {"ColumnSeparator": "\t", "RowSeparator": "\n",
+                                     "NullValue": "NULL"},
+        "SchemaDefinition": {"Columns": [
+            {"Name": "id", "DataType": "Int64", "IsNullable": False},
+            {"Name": "note", "DataType": "String"},
+            {"Name": "amount", "DataType": "Double"},
+            {"Name": "paid", "DataType": "Boolean"},
+            {"Name": "day", "DataType": "IDate"},
+            {"Name": "at", "DataType": "DateTime"},
+        ]}}))
+    (folder / "00000000000000000001.tsv").write_text(
+        "id\tnote\tamount\tpaid\tday\tat\t__rowMarker__\n"
+        '1\t"tab\there, \\"quoted\\"\nand a newline"\t1.5\ttrue\t2024-01-31\t2024-01-31 10:00:00\t0\n'
+        "2\tNULL\t2\t0\t2024-02-01\t2024-02-01T11:30:00\t0\n")
+    (folder / "00000000000000000002.tsv.gz").write_bytes(gzip.compress(
+        b"id\tnote\tamount\tpaid\tday\tat\t__rowMarker__\n"
+        b"2\tupdated\t3.25\tTRUE\t2024-02-02\t2024-02-02 00:00:00\t1\n"
+        b"1\tNULL\tNULL\tNULL\tNULL\tNULL\t2\n"))
+    (folder / "00000000000000000003.tsv").write_text(
+        "id\tnote\tamount\tpaid\tday\tat\t__rowMarker__\n")  # header only: zero rows
+    [status] = service.run()
+    assert (status.status, status.last_sequence, status.rows) == ("replicating", 3, 1), status.error
+    [row] = mirrored_rows(service.warehouse, "sales", "orders")
+    assert dict(row)["note"] == "updated" and dict(row)["amount"] == 3.25
+    assert dict(row)["paid"] is True and str(dict(row)["day"]) == "2024-02-02"
+
+
+def test_csv_without_schema_definition_mirrors_strings(zone, service):
+    folder = zone.root / "People"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"], "FileFormat": "CSV"}))
+    (folder / "00000000000000000001.csv").write_bytes(
+        "id,name,__rowMarker__\r\n1,Zoë,0\r\n2,\"Smith, J\",0\r\n".encode())
+    (folder / "00000000000000000002.csv").write_bytes(b"")  # empty file: zero rows
+    (folder / "00000000000000000003.csv").write_bytes(b"id,name,__rowMarker__\r\n2,,2\r\n")
+    [status] = service.run()
+    assert status.status == "replicating" and status.last_sequence == 3, status.error
+    assert mirrored_rows(service.warehouse, "dbo", "people") == as_multiset(
+        [{"id": "1", "name": "Zoë"}])
+
+
+def test_nested_parquet_types_are_mirrored_natively(zone, service):
+    schema = pa.schema([
+        ("id", pa.int64()),
+        ("address", pa.struct([("city", pa.string()), ("zip", pa.string())])),
+        ("tags", pa.list_(pa.string())),
+        ("scores", pa.map_(pa.string(), pa.int64())),
+        ("raw_json", pa.string()),
+        (M, pa.int32()),
+    ])
+    zone.table("Nested", ["id"])
+    files = [[{"id": 1, "address": {"city": "Oslo", "zip": "0150"}, "tags": ["a", "b"],
+               "scores": [("x", 1)], "raw_json": '{"k": [1, 2]}', M: 0},
+              {"id": 2, "address": None, "tags": [], "scores": [], "raw_json": None, M: 0}],
+             [{"id": 1, "address": {"city": "Bergen", "zip": "5003"}, "tags": ["c"],
+               "scores": [("y", 2)], "raw_json": '{"k": []}', M: 1}]]
+    for sequence, rows in enumerate(files, 1):
+        zone.write("Nested", sequence, rows, schema)
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    stored = {row["id"]: row for row in
+              DeltaTable(str(service.warehouse / "dbo/nested"))
+              .to_pyarrow_table().to_pylist()}
+    expected = {row["id"]: row for row in apply_changes(files, ["id"])}
+    assert stored[1]["address"] == {"city": "Bergen", "zip": "5003"}
+    assert stored[1]["tags"] == ["c"] and stored[1]["scores"] == [("y", 2)]
+    assert stored[1]["raw_json"] == expected[1]["raw_json"]
+    assert stored[2]["tags"] == [] and stored[2]["address"] is None
