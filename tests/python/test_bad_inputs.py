@@ -181,3 +181,34 @@ def test_unknown_metadata_keys_warn_without_failing(zone, tmp_path):
     assert any("'keycolumns'" in w and "did you mean keyColumns" in w
                for w in result.metadata.warnings)
     assert any("'Color'" in w for w in result.metadata.warnings)
+
+
+CSV_METADATA = {"keyColumns": ["id"], "FileFormat": "CSV", "SchemaDefinition": {"Columns": [
+    {"Name": "id", "DataType": "Int64", "IsNullable": False},
+    {"Name": "amount", "DataType": "Double"}]}}
+CSV_HEADER = b"id,amount,__rowMarker__\r\n"
+
+
+@pytest.mark.parametrize("name, body, error_type, message", [
+    ("value not a number", CSV_HEADER + b"2,1.5,0\r\n3,lots,0\r\n", "ValueParseError", "line 3"),
+    ("null in non-nullable key", CSV_HEADER + b",1.5,0\r\n", "ValueParseError", "line 2"),
+    ("too many fields", CSV_HEADER + b"2,1.5,0,extra\r\n", "UnreadableFileError", "line 2"),
+    ("undecodable bytes", CSV_HEADER + b"2,\xff\xfe,0\r\n", "UnreadableFileError", "not valid utf-8"),
+    ("unclosed quote", CSV_HEADER + b'2,"1.5,0\r\n', "UnreadableFileError", "quote"),
+])
+def test_bad_delimited_file_fails_only_its_table(zone, tmp_path, name, body, error_type, message):
+    folder = zone.root / "Csv"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(json.dumps(CSV_METADATA))
+    (folder / "00000000000000000001.csv").write_bytes(CSV_HEADER + b"1,2.5,0\r\n")
+    warehouse = Warehouse(tmp_path / "wh")
+    [table] = discover_tables(zone.root)
+    assert ingest_table(table, warehouse).status == "replicating"
+    bad = folder / "00000000000000000002.csv"
+    bad.write_bytes(body)
+    failed = ingest_table(table, warehouse)
+    assert (failed.status, failed.error_type) == ("failed", error_type), failed.error
+    assert message in failed.error and "dbo.csv" in failed.error and str(bad) in failed.error
+    assert bad.exists()
+    bad.write_bytes(CSV_HEADER + b"2,3.5,0\r\n")
+    assert ingest_table(table, warehouse).status == "replicating"

@@ -88,3 +88,16 @@ def test_nested_parquet_types_are_mirrored_natively(zone, service):
     assert stored[1]["tags"] == ["c"] and stored[1]["scores"] == [("y", 2)]
     assert stored[1]["raw_json"] == expected[1]["raw_json"]
     assert stored[2]["tags"] == [] and stored[2]["address"] is None
+
+
+def test_parquet_compression_codecs(zone, service):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+    zone.table("Codecs", ["id"])
+    files = [[{"id": n, "v": codec, M: 0}, {"id": 1, "v": f"from {codec}", M: 4}]
+             for n, codec in enumerate(["none", "snappy", "gzip", "zstd"], 1)]
+    for sequence, (rows, codec) in enumerate(zip(files, ["none", "snappy", "gzip", "zstd"]), 1):
+        zone.write("Codecs", sequence, rows, schema, compression=codec)
+    [status] = service.run()
+    assert status.status == "replicating" and status.last_sequence == 4
+    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
+    assert mirrored_rows(service.warehouse, "dbo", "codecs") == as_multiset(expected)
