@@ -1,6 +1,12 @@
 """Landing zone: discover tables, read their metadata and change files (open mirroring contract)."""
 
 from lakemirror.landing.changes import POSITION, ROWS_PER_FILE, ChangeFile, open_change_file
+from lakemirror.landing.delimited import (
+    DATA_TYPES,
+    ColumnDefinition,
+    DelimitedFormat,
+    read_delimited,
+)
 from lakemirror.landing.detection import Detection, SequenceFile, StagedFiles, detect_files
 from lakemirror.landing.discovery import (
     DEFAULT_SCHEMA,
@@ -11,7 +17,8 @@ from lakemirror.landing.discovery import (
 from lakemirror.landing.metadata import TableMetadata, read_metadata
 
 __all__ = [
-    "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "Detection", "LandingTable", "SequenceFile",
-    "StagedFiles", "TableMetadata", "detect_files", "discover_tables", "open_change_file",
-    "read_metadata", "sequence_file_name",
+    "DATA_TYPES", "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "ColumnDefinition",
+    "DelimitedFormat", "Detection", "LandingTable", "SequenceFile", "StagedFiles", "TableMetadata",
+    "detect_files", "discover_tables", "open_change_file", "read_delimited", "read_metadata",
+    "sequence_file_name",
 ]
