@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakemirror.cli.main import cli
+from lakemirror.errors import LandingZoneError
 from lakemirror.landing import discover_tables
+from lakemirror.monitor import parse_partner_events
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 from lakemirror.staging import Warehouse, ingest_table
@@ -181,3 +183,15 @@ def test_status_shows_monitoring_and_partner_events(zone, tmp_path):
     assert tables["bad"]["status"] == "failed" and tables["bad"]["error_class"] == "user"
     text = runner.invoke(cli, ["status"], env=env).stdout
     assert "Contoso CDC" in text and "dbo.good" in text
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{", "not valid JSON"), ('{"sourceInfo": {}}', "partnerName"),
+    ('{"partnerName": "p", "sourceInfo": []}', "sourceInfo must be an object"),
+    ('{"partnerName": "p", "sourceInfo": {"sourceVersion": 2019}}', "sourceVersion must be"),
+])
+def test_invalid_partner_events_are_reported(tmp_path, text, message):
+    path = tmp_path / "_partnerEvents.json"
+    path.write_text(text)
+    with pytest.raises(LandingZoneError, match=message):
+        parse_partner_events(path)
