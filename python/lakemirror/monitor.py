@@ -149,18 +149,18 @@ def to_json(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str
 
 
 def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
-    lines = []
-    if partner:
-        lines.append(f"publisher: {partner.partner_name} ({partner.source_type or '?'} "
-                     f"{partner.source_version or ''})".replace(" )", ")"))
+    publisher = ([f"publisher: {partner.partner_name} ({partner.source_type or '?'} "
+                  f"{partner.source_version or ''})".replace(" )", ")")] if partner else [])
+    if not records:
+        return "\n".join([*publisher, "no tables mirrored yet"])
     columns = [field.name for field in fields(TableMonitor)][2:-2]
     header = ["table", *columns, "error"]
     body = [[f"{r.schema}.{r.table}", *(_cell(getattr(r, c)) for c in columns),
              f"[{r.error_class}] {r.error}" if r.error else ""] for r in records]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]
-    lines += ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip()
-              for row in [header, *body]]
-    return "\n".join(lines) if records else "\n".join([*lines[:1], "no tables mirrored yet"])
+    return "\n".join([*publisher, *(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip()
+        for row in [header, *body])])
 
 
 def _cell(value: Any) -> str:

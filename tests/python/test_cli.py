@@ -142,3 +142,8 @@ def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
     assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(expected)
+
+
+def test_status_before_any_run_says_so(tmp_path):
+    result = run_cli("status", "--warehouse", str(tmp_path / "wh"))
+    assert result.exit_code == 0 and result.output.strip() == "no tables mirrored yet"
