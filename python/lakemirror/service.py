@@ -13,6 +13,13 @@ from lakemirror.codegen import MirrorModel, write_model
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
 from lakemirror.errors import ConfigError, LandingZoneError
 from lakemirror.landing import discover_tables
+from lakemirror.monitor import (
+    applied_positions,
+    monitor_record,
+    read_monitor,
+    record_partner_events,
+    write_monitor,
+)
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,
@@ -20,13 +27,6 @@ from lakemirror.staging import (
     ingest_table,
     register_relations,
     staging_table_name,
-)
-from lakemirror.monitor import (
-    applied_positions,
-    monitor_record,
-    read_monitor,
-    record_partner_events,
-    write_monitor,
 )
 from lakemirror.staging.lock import warehouse_lock
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS

@@ -35,8 +35,10 @@ class MirrorModel:
 
     def sql(self) -> str:
         keys = ", ".join(_sql_string(key) for key in self.key_columns)
-        conditional = (f"\n        conditional_update_column={_sql_string(self.conditional_column)},"
-                       if self.conditional_column else "")
+        conditional = ""
+        if self.conditional_column:
+            column = _sql_string(self.conditional_column)
+            conditional = f"\n        conditional_update_column={column},"
         return f"""{{{{
     config(
         materialized='incremental',

@@ -26,7 +26,7 @@ class Publisher:
         (path / "_metadata.json").write_text(json.dumps({"keyColumns": list(key_columns)}))
 
     def publish(self, folder: str, rows: Sequence[dict[str, Any]], schema: pa.Schema) -> Path:
-        """Write the next numbered file of `folder`; rows carry __rowMarker__ if the schema has it."""
+        """Write the next numbered file of `folder` (with __rowMarker__ if the schema has it)."""
         path = self.zone / folder
         processed = path / "_ProcessedFiles"
         numbers = [int(file.stem) for folder_ in (path, processed) if folder_.exists()

@@ -100,7 +100,8 @@ class _MetadataParser:
     def key_columns(self) -> tuple[str, ...]:
         keys = self.document.get("keyColumns", [])
         if not isinstance(keys, list) or not all(isinstance(key, str) and key for key in keys):
-            raise self.error("keyColumns must be a list of column names", 'write "keyColumns": ["id"]')
+            raise self.error("keyColumns must be a list of column names",
+                             'write "keyColumns": ["id"]')
         if len(set(keys)) != len(keys):
             raise self.error(f"keyColumns repeats a column: {keys}", "list each key column once")
         return tuple(keys)

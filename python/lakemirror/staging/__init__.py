@@ -1,7 +1,18 @@
 """Staging: append-only change logs in Delta, the warehouse layout and the relation registry."""
 
-from lakemirror.staging.ingest import IngestResult, StagingTable, Status, ingest_table, move_processed
-from lakemirror.staging.layout import CONTROL_SCHEMA, STAGING_SCHEMA, Warehouse, staging_table_name
+from lakemirror.staging.ingest import (
+    IngestResult,
+    StagingTable,
+    Status,
+    ingest_table,
+    move_processed,
+)
+from lakemirror.staging.layout import (
+    CONTROL_SCHEMA,
+    STAGING_SCHEMA,
+    Warehouse,
+    staging_table_name,
+)
 from lakemirror.staging.registry import register_relations
 
 __all__ = [

@@ -111,7 +111,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
 
 
 def move_processed(table: LandingTable, staged_files: list[Path]) -> None:
-    """Move staged files (never the newest one: it stays for the publisher) to `_ProcessedFiles/`."""
+    """Move staged files to `_ProcessedFiles/` (callers never pass the newest staged file)."""
     done = [path for path in staged_files if path.exists()]
     if done:
         table.processed_folder.mkdir(exist_ok=True)
