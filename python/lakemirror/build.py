@@ -44,7 +44,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
                           hint="run dbt with --debug to see why")
-    return [NodeResult(result.node.unique_id, str(result.status), result.message)
+    return [NodeResult(result.node.unique_id if hasattr(result, "node") else result.unique_id,
+                       str(result.status), result.message)
             for result in outcome.result.results]
 
 

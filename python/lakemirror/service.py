@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,9 +10,9 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from lakemirror.build import NodeResult, dbt_invoke
-from lakemirror.codegen import MirrorModel, write_model
+from lakemirror.codegen import MirrorModel, retire_model, write_model
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
-from lakemirror.errors import ConfigError, LandingZoneError
+from lakemirror.errors import ConfigError, EngineError, LandingZoneError
 from lakemirror.landing import discover_tables
 from lakemirror.monitor import (
     applied_positions,
@@ -28,6 +29,7 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
+from lakemirror.staging.lifecycle import drop_table_data, find_retirements
 from lakemirror.staging.lock import warehouse_lock
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
@@ -57,22 +59,53 @@ class MirrorService:
                               hint="pass --project-dir pointing at the lakemirror dbt project")
 
     def run(self) -> list[TableStatus]:
-        """Ingest new files, generate models for new tables, run `dbt build`."""
+        """Drop tables whose folder went away, ingest new files, generate models for new
+        tables, run `dbt build`."""
         with warehouse_lock(self.warehouse):
+            dropped = self.drop_retired()
             ingested = self.ingest()
             staged = [result for result in ingested if self._is_staged(result)]
             nodes = self.build() if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
             self._record(ingested, statuses, applied_now=bool(nodes))
-            return statuses
+            return dropped + statuses
 
     def ingest_only(self) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
         with warehouse_lock(self.warehouse):
+            dropped = self.drop_retired()
             ingested = self.ingest()
             statuses = [self._status(result, []) for result in ingested]
             self._record(ingested, statuses, applied_now=False)
-            return statuses
+            return dropped + statuses
+
+    def drop_retired(self) -> list[TableStatus]:
+        """Drop every table whose landing folder was deleted or recreated: from the engine's
+        catalog, then its data, then (for deleted folders) its generated model. Returns a
+        `dropped` status for each deleted folder; a recreated one is rebuilt by the ingest."""
+        retirements = find_retirements(discover_tables(self.landing_zone), self.layout)
+        if not retirements:
+            return []
+        names = [retirement.qualified_name for retirement in retirements]
+        self.progress(f"drop {', '.join(names)}")
+        failed = [node for node in self._dbt("run-operation", "lakemirror.drop_mirrored_tables",
+                                             "--args", json.dumps({"tables": names}))
+                  if node.failed]
+        if failed:
+            raise EngineError(f"could not drop {', '.join(names)}: {failed[0].message}",
+                              hint="check the engine and run again; nothing was deleted")
+        dropped = []
+        for retirement in retirements:
+            drop_table_data(self.layout, retirement)
+            if retirement.reason == "deleted":
+                kept = [f"{path.relative_to(self.project_dir)} ({outcome})" for path, outcome in
+                        retire_model(self.project_dir, retirement.schema,
+                                     retirement.table).items() if outcome != "removed"]
+                note = (f"kept your edited model files: {', '.join(kept)}; delete them when "
+                        "no longer needed") if kept else None
+                dropped.append(TableStatus(retirement.schema, retirement.table, "dropped", 0,
+                                           None, None, note))
+        return dropped
 
     def ingest(self) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""
@@ -123,16 +156,20 @@ class MirrorService:
             str(self.layout.staging_path(result.table.schema, result.table.name)))
 
     def build(self) -> list[NodeResult]:
-        """`dbt build` on the configured target, with an engine for `embedded`."""
+        """`dbt build` on the configured target."""
         self.progress("dbt build")
+        return self._dbt("build")
+
+    def _dbt(self, command: str, *args: str) -> list[NodeResult]:
+        """Run a dbt command on the configured target, with an engine for `embedded`."""
         env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse)}
         if self.target == "embedded":
             address = engine_address()
             env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                     "LAKEMIRROR_ENGINE_PORT": str(address.port)}
-        return dbt_invoke("build", self.project_dir, profiles_dir=self.project_dir / "profiles",
+        return dbt_invoke(command, self.project_dir, profiles_dir=self.project_dir / "profiles",
                           target=self.target, env=env, dbt_vars=self.dbt_vars,
-                          extra_args=("--log-level", "none") if self.quiet else ())
+                          extra_args=(*args, *(("--log-level", "none") if self.quiet else ())))
 
     def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from lakemirror.staging import Status
 
@@ -15,10 +16,11 @@ class TableStatus:
 
     schema: str
     table: str
-    status: Status
+    status: Status | Literal["dropped"]
     last_sequence: int
     rows: int | None
     error: str | None
+    note: str | None = None
 
 
 def to_json(statuses: Sequence[TableStatus]) -> str:
@@ -28,7 +30,7 @@ def to_json(statuses: Sequence[TableStatus]) -> str:
 def to_text(statuses: Sequence[TableStatus]) -> str:
     header = ("table", "status", "last file", "rows", "error")
     rows = [(f"{s.schema}.{s.table}", s.status, str(s.last_sequence),
-             "" if s.rows is None else str(s.rows), s.error or "") for s in statuses]
+             "" if s.rows is None else str(s.rows), s.error or s.note or "") for s in statuses]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4]
              for row in [header, *rows]]

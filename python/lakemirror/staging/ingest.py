@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Schema, write_deltalake
+import pyarrow.dataset as ds
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from lakemirror.errors import (
     FileNameError,
@@ -37,13 +38,15 @@ from lakemirror.landing import (
     read_metadata,
 )
 from lakemirror.landing.discovery import NAME
-from lakemirror.reference import ROW_MARKER
+from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
+from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 
 SEQUENCE_KEY = "lakemirror.sequence"
 FILE_KEY = "lakemirror.file"
 KEYS_KEY = "lakemirror.keyColumns"
+INCARNATION_KEY = "lakemirror.incarnation"
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -90,11 +93,12 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staged = staging.staged_files(
             with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
         staging.check_keys(table, metadata)
+        incarnation = staging.incarnation_of(table)
         detection = detect_files(table, metadata, staged)
         move_processed(table, detection.staged_in_place)
         for file in detection.pending:
             on_file(file)
-            staged_rows += staging.append(open_change_file(table, file, metadata))
+            staged_rows += staging.append(open_change_file(table, file, metadata), incarnation)
             staged_bytes += file.path.stat().st_size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
             move_processed(table, [*detection.staged_in_place, *(
@@ -153,28 +157,55 @@ class StagingTable:
                 table=table.qualified_name, file=str(table.folder / "_metadata.json"),
                 hint="keys are immutable: recreate the table folder to change keys")
 
-    def append(self, change_file: ChangeFile) -> int:
-        """Commit all rows of `change_file` in one transaction; returns the row count."""
-        schema_mode = self._check_columns(change_file)
+    def incarnation(self) -> str | None:
+        """The incarnation id of the table folder the staged files came from."""
+        recorded = self._last_commit().get(INCARNATION_KEY)
+        return None if recorded is None else str(recorded)
+
+    def incarnation_of(self, table: LandingTable) -> str:
+        """The folder's incarnation id, marking the folder when it has none yet; raises when the
+        folder is another incarnation than the staged files (it must be dropped first)."""
+        recorded, marked = self.incarnation(), read_incarnation(table.folder)
+        if recorded is not None and marked != recorded:
+            raise MetadataError(
+                "the table folder was deleted and created again since its files were staged",
+                table=table.qualified_name, file=str(table.folder / MARKER),
+                hint="run `lakemirror run` (or `lakemirror ingest`), which drops the old table "
+                     "and rebuilds it from the new folder")
+        return marked or mark_incarnation(table.folder, recorded)
+
+    def append(self, change_file: ChangeFile, incarnation: str) -> int:
+        """Commit all rows of `change_file` in one transaction; returns the row count. A file
+        that widens a column rewrites the staged rows with the wider type in the same commit."""
+        plan = self._plan(change_file)
+        schema = plan.schema if plan.widened else plan.append_schema
         failure: list[LakemirrorError] = []
         rows = 0
 
+        staged = self._staged_files_dataset() if plan.widened else None
+
         def batches() -> Iterator[pa.RecordBatch]:  # our error would be flattened to text
             nonlocal rows
+            for batch in staged.to_batches() if staged else ():
+                yield conform(batch, schema)
             try:
                 for batch in change_file.batches():
                     rows += len(batch)
-                    yield batch
+                    yield conform(batch, schema)
             except LakemirrorError as error:
                 failure.append(error)
                 raise
 
-        reader = pa.RecordBatchReader.from_batches(change_file.schema, batches())
+        reader = pa.RecordBatchReader.from_batches(schema, batches())
         metadata = {SEQUENCE_KEY: str(change_file.file.sequence),
                     FILE_KEY: change_file.file.path.name,
-                    KEYS_KEY: json.dumps(list(change_file.metadata.key_columns))}
+                    KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
+                    INCARNATION_KEY: incarnation}
+        mode: Literal["append", "overwrite"] = "overwrite" if plan.widened else "append"
+        schema_mode: Literal["merge", "overwrite"] | None = (
+            "overwrite" if plan.widened else "merge" if plan.added else None)
         try:
-            write_deltalake(self.path, reader, mode="append", schema_mode=schema_mode,
+            write_deltalake(self.path, reader, mode=mode, schema_mode=schema_mode,
                             commit_properties=CommitProperties(custom_metadata=metadata))
         except Exception as error:  # delta-rs raises plain Exception for schema errors
             if failure:
@@ -185,46 +216,22 @@ class StagingTable:
                 hint="check that column types match the earlier files of this table") from error
         return rows
 
-    def _check_columns(self, change_file: ChangeFile) -> Literal["merge"] | None:
-        """The write's schema mode; raises when the file's columns differ from staging's."""
-        if not DeltaTable.is_deltatable(self.path):
-            return None
-        staged = {field.name: _type_name(field.type)
-                  for field in DeltaTable(self.path).schema().fields
-                  if not field.name.startswith("_lm_") and field.name != ROW_MARKER}
-        if not staged or not change_file.data_columns:
-            return "merge"  # a file without columns (empty text file) fits any table
-        where = {"table": change_file.table.qualified_name, "file": str(change_file.file.path)}
-        if list(staged) != change_file.data_columns:
-            raise SchemaChangeError(
-                f"columns {change_file.data_columns} differ from the staged columns "
-                f"{list(staged)}", hint="publish the same columns, or recreate the table folder",
-                **where)
-        incoming = Schema.from_arrow(change_file.schema)
-        for field in incoming.fields:
-            if field.name in staged and _type_name(field.type) != staged[field.name]:
-                raise SchemaChangeError(
-                    f"column {field.name!r} changed type from {staged[field.name]} to "
-                    f"{_type_name(field.type)}",
-                    hint="publish the earlier type, or recreate the table folder", **where)
-        return None
+    def _staged_files_dataset(self) -> ds.Dataset:
+        """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
+        writes); staging is append-only, so its files are all its rows."""
+        table = DeltaTable(self.path)
+        return ds.dataset(table.file_uris(), schema=pa.schema(table.schema().to_arrow()),
+                          format="parquet")
 
-
-def _type_name(delta_type: Any) -> str:
-    """A Delta type as `array<long>`, without nullability; nanosecond timestamps are stored as
-    microseconds, so they compare equal."""
-    return _describe(json.loads(delta_type.to_json())).replace("_nanos", "")
-
-
-def _describe(spec: Any) -> str:
-    if isinstance(spec, str):
-        return spec
-    if spec["type"] == "array":
-        return f"array<{_describe(spec['elementType'])}>"
-    if spec["type"] == "map":
-        return f"map<{_describe(spec['keyType'])},{_describe(spec['valueType'])}>"
-    fields = ",".join(f"{field['name']}:{_describe(field['type'])}" for field in spec["fields"])
-    return f"struct<{fields}>"
+    def _plan(self, change_file: ChangeFile) -> SchemaPlan:
+        """How the file's columns evolve the staged schema (a file without columns, such as an
+        empty text file, fits any table)."""
+        staged = (pa.schema(DeltaTable(self.path).schema().to_arrow())
+                  if DeltaTable.is_deltatable(self.path) else None)
+        if staged is not None and not change_file.data_columns:
+            return SchemaPlan(staged, staged)
+        return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
+                           file=str(change_file.file.path))
 
 
 def _check_names(table: LandingTable) -> None:

@@ -24,8 +24,12 @@ class Warehouse:
     def mirrored_path(self, schema: str, table: str) -> Path:
         return self.root / schema / table
 
+    @property
+    def staging_root(self) -> Path:
+        return self.root / "_lakemirror" / "staging"
+
     def staging_path(self, schema: str, table: str) -> Path:
-        return self.root / "_lakemirror" / "staging" / schema / table
+        return self.staging_root / schema / table
 
     def control_path(self, name: str) -> Path:
         return self.root / "_lakemirror" / "control" / name

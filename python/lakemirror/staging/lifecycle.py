@@ -1,0 +1,73 @@
+"""Tables whose landing folder was deleted or recreated, and dropping what lakemirror keeps of
+them: the mirrored table, its batch bookkeeping, its registry rows and its staging table."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from deltalake import DeltaTable
+
+from lakemirror.landing import LandingTable
+from lakemirror.landing.incarnation import read_incarnation
+from lakemirror.staging.ingest import StagingTable
+from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.registry import register_relations
+
+Reason = Literal["deleted", "recreated"]
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """A staged table to drop, and why."""
+
+    schema: str
+    table: str
+    reason: Reason
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+
+def find_retirements(tables: list[LandingTable], warehouse: Warehouse) -> list[Retirement]:
+    """Staged tables whose folder is gone (deleted) or is another incarnation (recreated)."""
+    present = {(table.schema, table.name): table for table in tables}
+    retirements = []
+    for schema, name in staged_tables(warehouse):
+        table = present.get((schema, name))
+        if table is None:
+            retirements.append(Retirement(schema, name, "deleted"))
+            continue
+        recorded = StagingTable(warehouse.staging_path(schema, name)).incarnation()
+        if recorded is not None and read_incarnation(table.folder) != recorded:
+            retirements.append(Retirement(schema, name, "recreated"))
+    return retirements
+
+
+def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
+    """(schema, table) of every staging folder, even a half-dropped one."""
+    root = warehouse.staging_root
+    if not root.is_dir():
+        return []
+    return [(schema.name, table.name) for schema in sorted(root.iterdir()) if schema.is_dir()
+            for table in sorted(schema.iterdir()) if table.is_dir()]
+
+
+def drop_table_data(warehouse: Warehouse, retirement: Retirement) -> None:
+    """Delete the table's data. Staging goes last: while it exists the table counts as staged,
+    so a crash midway only means the next run drops the table again."""
+    schema, name = retirement.schema, retirement.table
+    _remove(warehouse.mirrored_path(schema, name))
+    batches = str(warehouse.control_path("mirror_batches"))
+    if DeltaTable.is_deltatable(batches):
+        DeltaTable(batches).delete(f"relation_name = '{schema}.{name}'")
+    _remove(warehouse.staging_path(schema, name))
+    register_relations(warehouse, [])  # forgets tables whose folders are gone
+
+
+def _remove(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)
