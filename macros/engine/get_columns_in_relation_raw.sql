@@ -1,6 +1,7 @@
 {#-- The embedded engine's catalog shows no columns for an attached Delta table, so read the
      columns from the table itself: names from a zero-row select, types from typeof(). The rows
-     have DESCRIBE's shape (col_name, data_type, comment) for dbt-spark's parser. --#}
+     have DESCRIBE's shape (col_name, data_type, comment), in the table's column order, for
+     dbt-spark's parser. --#}
 {% macro spark__get_columns_in_relation_raw(relation) -%}
     {%- if lakemirror.engine_name() != 'sail' -%}
         {% call statement('get_columns_in_relation_raw', fetch_result=True) -%}
@@ -12,18 +13,26 @@
     {%- if names | length == 0 -%}
         {% do return(run_query("select '' as col_name, '' as data_type, '' as comment limit 0")) %}
     {%- endif -%}
+    {%- set described = [] -%}
+    {%- for name in names -%}
+        {%- do described.append(
+            'select ' ~ loop.index ~ " as position, '" ~ lakemirror._sql_escape(name)
+            ~ "' as col_name, typeof(" ~ adapter.quote(name) ~ ') as data_type from probe') -%}
+    {%- endfor -%}
     {%- set probe -%}
         with probe as (
             select source.* from (select 1 as one) as anchor
             left join (select * from {{ relation }} limit 1) as source on true
+        ),
+
+        described as (
+            {{ described | join(' union all ') }}
         )
-        {% for name in names -%}
-        select '{{ lakemirror._sql_escape(name) }}' as col_name,
-            typeof({{ adapter.quote(name) }}) as data_type,
-            cast(null as string) as comment
-        from probe
-        {% if not loop.last %}union all{% endif %}
-        {% endfor %}
+
+        {#-- union all keeps no row order: the table's column order comes from position. --#}
+        select col_name, data_type, cast(null as string) as comment
+        from described
+        order by position
     {%- endset -%}
     {% call statement('get_columns_in_relation_raw', fetch_result=True) -%}
         {{ probe }}
