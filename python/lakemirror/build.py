@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lakemirror.errors import ConfigError
 
@@ -44,9 +45,14 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
                           hint="run dbt with --debug to see why")
-    return [NodeResult(result.node.unique_id if hasattr(result, "node") else result.unique_id,
-                       str(result.status), result.message)
+    return [NodeResult(_unique_id(result), str(result.status), result.message)
             for result in outcome.result.results]
+
+
+def _unique_id(result: Any) -> str:
+    """The node's id: `build` results carry the node, `run-operation` results only its id."""
+    node = getattr(result, "node", None)
+    return str(node.unique_id if node is not None else result.unique_id)
 
 
 @contextmanager

@@ -32,6 +32,9 @@ def apply_changes(
     Per key: insert appends a row, update/upsert replace all rows with the new one,
     delete removes all rows. A row without `__rowMarker__` gets `default_marker`.
 
+    Columns evolve: the result has every column any change carried, and a column a row did
+    not carry (added later, or missing from its file) reads None.
+
     With `conditional_column` C, an update, upsert or delete applies only when its C is at
     least the key's high-water mark: the largest C of every earlier change to the key
     (inserts, applied or skipped changes, deletes included). NULL is lower than any value.
@@ -39,10 +42,13 @@ def apply_changes(
     keys = tuple(key_columns)
     rows_by_key: dict[tuple[Any, ...], list[Row]] = {}
     high_water: dict[tuple[Any, ...], Any] = {}
+    columns: dict[str, None] = {}
     for row in initial:
+        columns.update(dict.fromkeys(row))
         rows_by_key.setdefault(_key_of(row, keys), []).append(dict(row))
     for file in files:
         for change in file:
+            columns.update(dict.fromkeys(name for name in change if name != ROW_MARKER))
             marker = change.get(ROW_MARKER, default_marker)
             if marker not in VALID_MARKERS:
                 raise ReferenceError(f"invalid {ROW_MARKER} {marker!r}")
@@ -62,7 +68,8 @@ def apply_changes(
                 rows_by_key.pop(key, None)
             else:
                 rows_by_key[key] = [data]
-    return [row for rows in rows_by_key.values() for row in rows]
+    return [{name: row.get(name) for name in columns}
+            for rows in rows_by_key.values() for row in rows]
 
 
 def _reaches(order: Any, earlier: Any) -> bool:

@@ -83,8 +83,14 @@ class MirrorService:
         """Drop every table whose landing folder was deleted or recreated: from the engine's
         catalog, then its data, then (for deleted folders) its generated model. Returns a
         `dropped` status for each deleted folder; a recreated one is rebuilt by the ingest."""
-        retirements = find_retirements(discover_tables(self.landing_zone), self.layout)
+        tables = discover_tables(self.landing_zone)
+        retirements = find_retirements(tables, self.layout)
         if not retirements:
+            return []
+        if not tables:
+            self.progress(f"warning: the landing zone {self.landing_zone} holds no table folder; "
+                          f"not dropping the {len(retirements)} mirrored tables (an unmounted "
+                          "or wrong folder looks the same). Leave one folder to drop the rest.")
             return []
         names = [retirement.qualified_name for retirement in retirements]
         self.progress(f"drop {', '.join(names)}")

@@ -53,6 +53,14 @@ class Zone:
         return path
 
 
+def mirror_setup(root: Path) -> tuple[Zone, MirrorService]:
+    """A landing zone and a service mirroring it with a fresh project copy, under `root`."""
+    zone = Zone(root / "LandingZone")
+    zone.root.mkdir(parents=True, exist_ok=True)
+    return zone, MirrorService(zone.root, root / "warehouse", copy_project(root / "project"),
+                               quiet=True)
+
+
 @pytest.fixture
 def zone(tmp_path: Path) -> Zone:
     return Zone(tmp_path / "LandingZone")

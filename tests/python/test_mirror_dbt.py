@@ -14,7 +14,7 @@ import lakemirror.staging.ingest as ingest_module
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import Zone, as_multiset, copy_project, mirrored_rows
+from conftest import as_multiset, mirror_setup, mirrored_rows
 
 pytestmark = pytest.mark.slow
 
@@ -151,11 +151,8 @@ changes = st.lists(
 @given(files=st.lists(changes, min_size=2, max_size=4), split=st.integers(1, 3))
 def test_random_change_streams_match_reference(files, split):
     with tempfile.TemporaryDirectory() as directory:
-        root = Path(directory)
-        zone = Zone(root / "LandingZone")
+        zone, service = mirror_setup(Path(directory))
         zone.table("T", ["a", "b"])
-        service = MirrorService(zone.root, root / "warehouse", copy_project(root / "project"),
-                                quiet=True)
         for sequence, rows in enumerate(files, 1):
             zone.write("T", sequence, rows, PAIR)
             if sequence in (split, len(files)):

@@ -80,3 +80,15 @@ def test_conditional_column_null_is_lowest():
                 {"id": 1, "ts": None, "v": "c", M: 1}]]
     assert apply_changes(changes, ["id"], conditional_column="ts") == [
         {"id": 1, "ts": 1, "v": "b"}]
+
+
+def test_columns_evolve_added_columns_read_null_and_an_update_replaces_the_whole_row():
+    files = [
+        [{"id": 1, "a": "x", M: 0}, {"id": 2, "a": "y", M: 0}],
+        [{"id": 1, "b": 5, M: 1}, {"id": 3, "a": "z", "b": 6, M: 4}],
+    ]
+    assert sorted(apply_changes(files, ["id"]), key=lambda row: row["id"]) == [
+        {"id": 1, "a": None, "b": 5},
+        {"id": 2, "a": "y", "b": None},
+        {"id": 3, "a": "z", "b": 6},
+    ]

@@ -10,9 +10,12 @@ from deltalake import DeltaTable
 from lakemirror.landing import discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.reference import ROW_MARKER
+from lakemirror.service import MirrorService
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.evolution import delta_type_name
 from lakemirror.staging.lifecycle import drop_table_data, find_retirements
+
+from conftest import copy_project
 
 M = ROW_MARKER
 
@@ -157,3 +160,16 @@ def test_deleted_folder_is_found(zone, tmp_path):
     shutil.rmtree(folder)
     retirements = find_retirements(discover_tables(zone.root), Warehouse(tmp_path / "warehouse"))
     assert [(r.qualified_name, r.reason) for r in retirements] == [("dbo.t", "deleted")]
+
+
+def test_an_empty_landing_zone_drops_nothing(zone, tmp_path):
+    folder = zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": 1, M: 0}], schema(("id", pa.int64())))
+    ingest(zone, tmp_path)
+    shutil.rmtree(folder)
+    messages = []
+    service = MirrorService(zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"),
+                            progress=messages.append)
+    assert service.drop_retired() == []
+    assert staged_table_exists(tmp_path)
+    assert any("holds no table folder" in message for message in messages)
