@@ -105,6 +105,30 @@ def test_type_change_fails_one_table_while_two_others_keep_replicating(zone, ser
         [{"id": 7, "v": "SEVEN"}, {"id": 8, "v": "eight"}])
 
 
+def test_case_clash_and_missing_required_column_fail_while_a_null_typed_column_evolves(
+        zone, service):
+    base = schema(("id", pa.int64()), ("v", pa.string()))
+    required = pa.schema([("id", pa.int64()), pa.field("v", pa.string(), nullable=False),
+                          (M, pa.int32())])
+    untyped = schema(("id", pa.int64()), ("v", pa.string()), ("n", pa.null()))
+    for folder, first in (("Clash", base), ("Required", required), ("Untyped", untyped)):
+        zone.table(folder, ["id"])
+        zone.write(folder, 1, [{"id": 1, "v": "a", M: 0}], first)
+    assert {s.status for s in service.run()} == {"replicating"}
+    zone.write("Clash", 2, [{"id": 2, "V": "b", M: 0}], schema(("id", pa.int64()), ("V", pa.string())))
+    zone.write("Required", 2, [{"id": 2, M: 0}], schema(("id", pa.int64())))
+    zone.write("Untyped", 2, [{"id": 1, "v": "b", "n": 7, M: 1}],
+               schema(("id", pa.int64()), ("v", pa.string()), ("n", pa.int32())))
+    statuses = by_table(service.run())
+    assert statuses["clash"].status == "failed"
+    assert "'V' differs only by case from the staged column 'v'" in statuses["clash"].error
+    assert statuses["required"].status == "failed"
+    assert "'v' is declared non-nullable but is missing" in statuses["required"].error
+    assert statuses["untyped"].status == "replicating", statuses["untyped"].error
+    assert mirrored_rows(service.warehouse, "dbo", "untyped") == as_multiset(
+        [{"id": 1, "v": "b", "n": 7}])
+
+
 def test_column_names_with_spaces_and_punctuation_end_to_end(zone, service):
     names = ["first name", "a,b;c", "x.y", "Größe", "c=d", "(p)"]
     zone.table("Odd", ["first name"])
