@@ -13,7 +13,7 @@ from lakemirror.build import NodeResult, dbt_invoke
 from lakemirror.codegen import MirrorModel, retire_model, write_model
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
 from lakemirror.errors import ConfigError, EngineError, LandingZoneError
-from lakemirror.landing import discover_tables
+from lakemirror.landing import LandingTable, discover_tables
 from lakemirror.monitor import (
     applied_positions,
     monitor_record,
@@ -62,8 +62,9 @@ class MirrorService:
         """Drop tables whose folder went away, ingest new files, generate models for new
         tables, run `dbt build`."""
         with warehouse_lock(self.warehouse):
-            dropped = self.drop_retired()
-            ingested = self.ingest()
+            tables = discover_tables(self.landing_zone)
+            dropped = self.drop_retired(tables)
+            ingested = self.ingest(tables)
             staged = [result for result in ingested if self._is_staged(result)]
             nodes = self.build() if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
@@ -73,17 +74,17 @@ class MirrorService:
     def ingest_only(self) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
         with warehouse_lock(self.warehouse):
-            dropped = self.drop_retired()
-            ingested = self.ingest()
+            tables = discover_tables(self.landing_zone)
+            dropped = self.drop_retired(tables)
+            ingested = self.ingest(tables)
             statuses = [self._status(result, []) for result in ingested]
             self._record(ingested, statuses, applied_now=False)
             return dropped + statuses
 
-    def drop_retired(self) -> list[TableStatus]:
+    def drop_retired(self, tables: list[LandingTable]) -> list[TableStatus]:
         """Drop every table whose landing folder was deleted or recreated: from the engine's
         catalog, then its data, then (for deleted folders) its generated model. Returns a
         `dropped` status for each deleted folder; a recreated one is rebuilt by the ingest."""
-        tables = discover_tables(self.landing_zone)
         retirements = find_retirements(tables, self.layout)
         if not retirements:
             return []
@@ -113,11 +114,11 @@ class MirrorService:
                                            None, None, note))
         return dropped
 
-    def ingest(self) -> list[IngestResult]:
+    def ingest(self, tables: list[LandingTable]) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""
         self._record_partner()
         ingested = []
-        for table in discover_tables(self.landing_zone):
+        for table in tables:
             self.progress(f"ingest {table.qualified_name}")
             ingested.append(ingest_table(
                 table, self.layout,

@@ -1,12 +1,5 @@
 """Code generation: dbt models for mirrored tables."""
 
-from lakemirror.codegen.models import (
-    MIRROR_FOLDER,
-    MirrorModel,
-    Outcome,
-    model_paths,
-    retire_model,
-    write_model,
-)
+from lakemirror.codegen.models import MIRROR_FOLDER, MirrorModel, Outcome, retire_model, write_model
 
-__all__ = ["MIRROR_FOLDER", "MirrorModel", "Outcome", "model_paths", "retire_model", "write_model"]
+__all__ = ["MIRROR_FOLDER", "MirrorModel", "Outcome", "retire_model", "write_model"]

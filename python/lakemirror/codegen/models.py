@@ -87,7 +87,7 @@ models:
 
 def write_model(project_dir: Path, model: MirrorModel) -> dict[Path, Outcome]:
     """Write the model's SQL and yml files under models/mirror/<schema>/."""
-    sql, yml = model_paths(project_dir, model.schema, model.table)
+    sql, yml = _model_paths(project_dir, model.schema, model.table)
     return {sql: _write_generated(sql, model.sql(), "--"),
             yml: _write_generated(yml, model.yml(), "#")}
 
@@ -96,7 +96,7 @@ def retire_model(project_dir: Path, schema: str, table: str) -> dict[Path, Outco
     """Remove the generated model of a dropped table. A file the user edited is kept; when that
     is the SQL, the yml is rewritten to disable the model, so the project still parses without
     the table's staging source."""
-    sql, yml = model_paths(project_dir, schema, table)
+    sql, yml = _model_paths(project_dir, schema, table)
     outcomes: dict[Path, Outcome] = {}
     for path in (sql, yml):
         if path.exists():
@@ -110,7 +110,7 @@ def retire_model(project_dir: Path, schema: str, table: str) -> dict[Path, Outco
     return outcomes
 
 
-def model_paths(project_dir: Path, schema: str, table: str) -> tuple[Path, Path]:
+def _model_paths(project_dir: Path, schema: str, table: str) -> tuple[Path, Path]:
     """The generated SQL and yml files of a table's model."""
     base = project_dir / MIRROR_FOLDER / schema / staging_table_name(schema, table)
     return base.with_suffix(".sql"), base.with_suffix(".yml")
