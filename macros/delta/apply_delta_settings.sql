@@ -1,0 +1,71 @@
+{#-- Hook of every Delta model: bring the table's properties and protocol to what its config
+     asks, with one ALTER TABLE ... SET and one ... UNSET TBLPROPERTIES, and only for values
+     that differ (each metadata commit conflicts with every concurrent writer). A table kept by
+     this run is brought up to date before its data is written ('before', a pre-hook); a table
+     this run creates or replaces gets its settings in the CREATE, and is checked after it
+     ('after', a post-hook). Settings are validated before any SQL of the model runs. --#}
+{% macro apply_delta_settings(moment) %}
+    {%- if not execute or config.get('file_format') != 'delta'
+        or config.get('materialized') not in ['table', 'incremental'] -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set settings = lakemirror.delta_settings() -%}
+    {%- set replaced = config.get('materialized') == 'table' or should_full_refresh() -%}
+    {%- set relation = load_relation(this) -%}
+    {%- if relation is none or (moment == 'before') == replaced -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set state = lakemirror.read_delta_state(lakemirror._table_location(this)) -%}
+    {%- set changes = lakemirror._delta_setting_changes(settings, state) -%}
+    {%- if changes.set -%}
+        {%- set pairs = [] -%}
+        {%- for key, value in changes.set.items() | sort -%}
+            {%- do pairs.append("'" ~ lakemirror._sql_escape(key) ~ "' = '"
+                ~ lakemirror._sql_escape(value) ~ "'") -%}
+        {%- endfor -%}
+        {%- do log("lakemirror: " ~ this ~ ": set " ~ pairs | join(', '), info=true) -%}
+        {%- call statement('set_delta_settings') -%}
+            alter table {{ this }} set tblproperties ({{ pairs | join(', ') }})
+        {%- endcall -%}
+    {%- endif -%}
+    {%- if changes.unset -%}
+        {%- do log("lakemirror: " ~ this ~ ": unset " ~ changes.unset | join(', '), info=true) -%}
+        {%- call statement('unset_delta_settings') -%}
+            alter table {{ this }} unset tblproperties if exists (
+                '{{ changes.unset | map('string') | join("', '") }}')
+        {%- endcall -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+{#-- {'set': properties whose value differs or that add a missing feature, 'unset': keys
+     lakemirror set earlier (lakemirror.managedProperties) that the config no longer has}. --#}
+{% macro _delta_setting_changes(settings, state) %}
+    {%- set current = state.configuration -%}
+    {%- set changed = {} -%}
+    {%- for key, value in settings.properties.items() if current.get(key) != value -%}
+        {%- do changed.update({key: value}) -%}
+    {%- endfor -%}
+    {%- set missing = settings.features | reject('in', state.features) | list -%}
+    {%- set engine = lakemirror.delta_engine_capabilities() -%}
+    {%- for feature in missing if feature in engine.features_at_create_only -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": "
+            ~ engine.engine ~ " can turn on " ~ feature ~ " only when it creates the table. "
+            ~ "Rebuild it: dbt run --full-refresh --select " ~ model.name ~ ".") }}
+    {%- endfor -%}
+    {%- if missing and state.writer < 7 and 'delta.minWriterVersion' in settings.protocol -%}
+        {%- do changed.update({
+            'delta.minReaderVersion': [settings.protocol['delta.minReaderVersion'] | int,
+                                       state.reader] | max | string,
+            'delta.minWriterVersion': [settings.protocol['delta.minWriterVersion'] | int,
+                                       state.writer] | max | string}) -%}
+    {%- elif missing -%}
+        {%- for feature in missing -%}
+            {%- do changed.update({'delta.feature.' ~ feature: 'supported'}) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- set managed_before = (current.get('lakemirror.managedProperties') or '').split(',') -%}
+    {%- set unset = (managed_before + ['lakemirror.managedProperties'])
+        | reject('in', settings.properties) | select('in', current) | list -%}
+    {{ return({'set': changed, 'unset': unset | unique | list}) }}
+{% endmacro %}

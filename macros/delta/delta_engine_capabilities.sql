@@ -1,0 +1,42 @@
+{#-- What the running engine can do with Delta table settings:
+     - isolation_levels: values of delta.isolationLevel its commits accept;
+     - writable_features: table features it writes correctly;
+     - features_at_create_only: features it can turn on only when it creates a table;
+     - legacy_protocols: whether it honours delta.minReaderVersion / delta.minWriterVersion,
+       so a set of old features can stay on a legacy protocol (else table features, writer 7);
+     - drop_feature: whether it runs ALTER TABLE ... DROP FEATURE. --#}
+{% macro delta_engine_capabilities() %}
+    {%- set engine = lakemirror.engine_name() -%}
+    {%- set every_feature = lakemirror.delta_feature_catalog().keys() | list -%}
+    {%- if engine == 'sail' -%}
+        {#-- Measured on pysail 0.7.2: it refuses changeDataFeed, rowTracking and
+             domainMetadata, cannot fill generated or identity columns, and corrupts a table
+             when column mapping is turned on after creation. It stores delta.minReaderVersion
+             as a plain property without upgrading the protocol. --#}
+        {{ return({
+            'engine': 'the embedded engine (Sail)',
+            'isolation_levels': ['Serializable', 'WriteSerializable'],
+            'writable_features': ['appendOnly', 'invariants', 'checkConstraints', 'columnMapping',
+                                  'deletionVectors', 'timestampNtz', 'typeWidening'],
+            'features_at_create_only': ['columnMapping'],
+            'legacy_protocols': false,
+            'drop_feature': false}) }}
+    {%- elif engine == 'databricks' -%}
+        {{ return({
+            'engine': 'Databricks',
+            'isolation_levels': ['Serializable', 'WriteSerializable'],
+            'writable_features': every_feature,
+            'features_at_create_only': [],
+            'legacy_protocols': true,
+            'drop_feature': true}) }}
+    {%- else -%}
+        {#-- Open-source Delta Lake 3.x/4.x validates delta.isolationLevel = Serializable. --#}
+        {{ return({
+            'engine': 'Delta Lake on Spark',
+            'isolation_levels': ['Serializable'],
+            'writable_features': every_feature,
+            'features_at_create_only': [],
+            'legacy_protocols': true,
+            'drop_feature': true}) }}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,61 @@
+{#-- A Delta table's current properties and protocol, read from its _delta_log on any engine
+     (the embedded engine has no SHOW TBLPROPERTIES): the newest metaData and protocol actions
+     of the commit files, else of the last checkpoint when older commits were cleaned up.
+     Returns {'configuration': {...}, 'reader': n, 'writer': n, 'features': [...]}, where
+     features are the listed table features or those the legacy versions imply. --#}
+{% macro read_delta_state(location) %}
+    {%- set log = lakemirror._sql_escape(location | replace('`', '')) ~ '/_delta_log' -%}
+    {%- set actions = run_query(
+        "select get_json_object(line, '$.metaData.configuration') as configuration, "
+        ~ "get_json_object(line, '$.protocol') as protocol from ("
+        ~ "select path, explode(split(cast(content as string), '\\n')) as line "
+        ~ "from binaryFile.`" ~ log ~ "/*.json`) "
+        ~ "where get_json_object(line, '$.metaData') is not null "
+        ~ "or get_json_object(line, '$.protocol') is not null order by path desc") -%}
+    {%- set newest = {'configuration': none, 'protocol': none} -%}
+    {%- for row in actions.rows -%}
+        {%- for name in ['configuration', 'protocol'] if newest[name] is none -%}
+            {%- do newest.update({name: row[name]}) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- if newest.configuration is none or newest.protocol is none -%}
+        {%- do newest.update(lakemirror._checkpoint_actions(log)) -%}
+    {%- endif -%}
+    {%- set protocol = fromjson(newest.protocol) -%}
+    {{ return({'configuration': fromjson(newest.configuration or '{}'),
+               'reader': protocol.minReaderVersion, 'writer': protocol.minWriterVersion,
+               'features': lakemirror._protocol_features(protocol)}) }}
+{% endmacro %}
+
+{#-- metaData configuration and protocol (as JSON) of the checkpoint _last_checkpoint names. --#}
+{% macro _checkpoint_actions(log) %}
+    {%- set last = run_query(
+        "select cast(get_json_object(cast(content as string), '$.version') as bigint) "
+        ~ "as version from binaryFile.`" ~ log ~ "/_last_checkpoint`") -%}
+    {%- set version = '%020d' | format(last.rows[0][0] | int) -%}
+    {%- set checkpoint = run_query(
+        "select to_json(metaData.configuration) as configuration, to_json(protocol) as protocol "
+        ~ "from parquet.`" ~ log ~ "/" ~ version ~ ".checkpoint*.parquet` "
+        ~ "where metaData is not null or protocol is not null") -%}
+    {%- set actions = {'configuration': none, 'protocol': none} -%}
+    {%- for row in checkpoint.rows -%}
+        {%- for name in ['configuration', 'protocol'] if row[name] is not none -%}
+            {%- do actions.update({name: row[name]}) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(actions) }}
+{% endmacro %}
+
+{#-- Table features a protocol action supports: listed ones (reader 3 / writer 7), else the
+     features its legacy versions imply. --#}
+{% macro _protocol_features(protocol) %}
+    {%- set features = (protocol.readerFeatures or []) + (protocol.writerFeatures or []) -%}
+    {%- if protocol.minWriterVersion < 7 -%}
+        {%- for name, entry in lakemirror.delta_feature_catalog().items()
+            if entry.writer <= protocol.minWriterVersion
+            and entry.reader <= protocol.minReaderVersion -%}
+            {%- do features.append(name) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(features | unique | list) }}
+{% endmacro %}

@@ -1,0 +1,20 @@
+{#-- dbt-spark's tblproperties clause of CREATE TABLE. For Delta models it holds everything the
+     model's Delta settings ask for (tblproperties, isolation_level, delta_features and the
+     lowest protocol supporting them), validated first; other formats get their tblproperties. --#}
+{% macro spark__tblproperties_clause() -%}
+    {%- if config.get('file_format') == 'delta' -%}
+        {%- set settings = lakemirror.delta_settings() -%}
+        {%- set properties = settings.properties.copy() -%}
+        {%- do properties.update(settings.protocol) -%}
+    {%- else -%}
+        {%- set properties = config.get('tblproperties') or {} -%}
+    {%- endif -%}
+    {%- if properties %}
+    tblproperties (
+        {%- for key, value in properties.items() | sort %}
+        '{{ lakemirror._sql_escape(key) }}' = '{{ lakemirror._sql_escape(value) }}'
+        {%- if not loop.last %},{% endif %}
+        {%- endfor %}
+    )
+    {%- endif %}
+{%- endmacro %}
