@@ -50,8 +50,9 @@
     {%- set engine = lakemirror.delta_engine_capabilities() -%}
     {%- for feature in missing if feature in engine.features_at_create_only -%}
         {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": "
-            ~ engine.engine ~ " can turn on " ~ feature ~ " only when it creates the table. "
-            ~ "Rebuild it: dbt run --full-refresh --select " ~ model.name ~ ".") }}
+            ~ engine.engine ~ " can turn on " ~ feature ~ " only when it first creates the "
+            ~ "table; it cannot add it to " ~ this ~ ", which exists. Configure it before the "
+            ~ "table's first run, or add it on a Delta Lake on Spark or Databricks target.") }}
     {%- endfor -%}
     {%- if missing and state.writer < 7 and 'delta.minWriterVersion' in settings.protocol -%}
         {%- do changed.update({

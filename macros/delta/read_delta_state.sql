@@ -19,7 +19,10 @@
         {%- endfor -%}
     {%- endfor -%}
     {%- if newest.configuration is none or newest.protocol is none -%}
-        {%- do newest.update(lakemirror._checkpoint_actions(log)) -%}
+        {%- set checkpoint = lakemirror._checkpoint_actions(log) -%}
+        {%- for name in ['configuration', 'protocol'] if newest[name] is none -%}
+            {%- do newest.update({name: checkpoint[name]}) -%}
+        {%- endfor -%}
     {%- endif -%}
     {%- set protocol = fromjson(newest.protocol) -%}
     {{ return({'configuration': fromjson(newest.configuration or '{}'),
@@ -27,15 +30,20 @@
                'features': lakemirror._protocol_features(protocol)}) }}
 {% endmacro %}
 
-{#-- metaData configuration and protocol (as JSON) of the checkpoint _last_checkpoint names. --#}
+{#-- metaData configuration and protocol (as JSON) of the newest checkpoint (found by name:
+     engines list no hidden files such as _last_checkpoint). --#}
 {% macro _checkpoint_actions(log) %}
-    {%- set last = run_query(
-        "select cast(get_json_object(cast(content as string), '$.version') as bigint) "
-        ~ "as version from binaryFile.`" ~ log ~ "/_last_checkpoint`") -%}
-    {%- set version = '%020d' | format(last.rows[0][0] | int) -%}
+    {%- set newest = run_query("select max(path) as path from binaryFile.`" ~ log
+        ~ "/*.checkpoint*.parquet`").rows[0][0] -%}
+    {%- if newest is none -%}
+        {{ exceptions.raise_compiler_error("lakemirror: " ~ log ~ " holds neither a metaData "
+            ~ "and protocol commit nor a checkpoint; is it a Delta table?") }}
+    {%- endif -%}
+    {%- set version = newest.split('/')[-1].split('.')[0] -%}
     {%- set checkpoint = run_query(
-        "select to_json(metaData.configuration) as configuration, to_json(protocol) as protocol "
-        ~ "from parquet.`" ~ log ~ "/" ~ version ~ ".checkpoint*.parquet` "
+        "select case when metaData is not null then to_json(metaData.configuration) end "
+        ~ "as configuration, case when protocol is not null then to_json(protocol) end "
+        ~ "as protocol from parquet.`" ~ log ~ "/" ~ version ~ ".checkpoint*.parquet` "
         ~ "where metaData is not null or protocol is not null") -%}
     {%- set actions = {'configuration': none, 'protocol': none} -%}
     {%- for row in checkpoint.rows -%}

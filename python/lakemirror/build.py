@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +34,11 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
 
     args = [command, "--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
             "--target", target, "--vars", json.dumps(dict(dbt_vars or {})), *extra_args]
+    operation_errors: list[str] = []
     with _environment(env):
         try:
-            outcome = dbtRunner().invoke(args)
+            outcome = dbtRunner(callbacks=[_operation_error_collector(operation_errors)]
+                                ).invoke(args)
         finally:
             _close_connect_sessions()
     if outcome.exception is not None:
@@ -45,8 +47,22 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
                           hint="run dbt with --debug to see why")
-    return [NodeResult(_unique_id(result), str(result.status), result.message)
+    return [NodeResult(_unique_id(result), str(result.status),
+                       result.message or _operation_error(result, operation_errors))
             for result in outcome.result.results]
+
+
+def _operation_error_collector(errors: list[str]) -> Callable[[Any], None]:
+    """A dbt event callback keeping the error of a failed run-operation, which dbt reports
+    only as an event (its result carries no message)."""
+    def collect(event: Any) -> None:
+        if event.info.name in ("RunningOperationCaughtError", "RunningOperationUncaughtError"):
+            errors.append(str(event.data.exc))
+    return collect
+
+
+def _operation_error(result: Any, errors: list[str]) -> str | None:
+    return "; ".join(errors) if errors and str(result.status) == "error" else None
 
 
 def _unique_id(result: Any) -> str:

@@ -1,0 +1,266 @@
+"""Delta settings from dbt config (isolation_level, tblproperties, delta_features) end to end
+on the embedded engine, checked in the Delta log that delta-rs reads independently."""
+
+import json
+import re
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, TableFeatures, write_deltalake
+
+from lakemirror.reference import ROW_MARKER
+
+from conftest import as_multiset, mirror_setup
+
+pytestmark = pytest.mark.slow
+
+M = ROW_MARKER
+ROWS = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+
+
+def configure(service, settings):
+    """Add `settings` (yml lines under models: lakemirror: mirror:) to the project copy."""
+    path = service.project_dir / "dbt_project.yml"
+    original = path.with_suffix(".original")
+    if not original.exists():
+        original.write_text(path.read_text())
+    path.write_text(original.read_text().replace(
+        "    mirror:\n", "    mirror:\n" + "".join(f"      {line}\n" for line in settings)))
+
+
+def log_of(service, table, schema="dbo"):
+    delta = DeltaTable(str(service.warehouse / schema / table))
+    protocol = delta.protocol()
+    return {
+        "protocol": (protocol.min_reader_version, protocol.min_writer_version),
+        "features": set(protocol.reader_features or []) | set(protocol.writer_features or []),
+        "configuration": delta.metadata().configuration,
+        "operations": [entry["operation"] for entry in reversed(delta.history())],
+    }
+
+
+def engine_rows(service, table):
+    """Rows as the engine reads them (delta-rs cannot read tables with deletion vectors)."""
+    from pyspark.sql import SparkSession
+
+    from lakemirror.service import engine_address
+
+    spark = SparkSession.builder.remote(engine_address().url).create()
+    try:
+        data = spark.read.format("delta").load(str(service.warehouse / "dbo" / table))
+        return as_multiset([row.asDict() for row in data.select("id", "v").collect()])
+    finally:
+        spark.stop()
+
+
+def publish(zone, table, sequence, ids, marker=0):
+    zone.write(table, sequence, [{"id": i, "v": f"v{i}", M: marker} for i in ids], ROWS)
+
+
+def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, [
+        "+isolation_level: Serializable",
+        "+delta_features: [deletionVectors, timestampNtz]",
+        "+tblproperties: {team.owner: sales, delta.logRetentionDuration: interval 60 days}",
+    ])
+    zone.table("T", ["id"])
+    publish(zone, "T", 1, [1, 2, 3])
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    assert status.rows == 3
+    log = log_of(service, "t")
+    assert log["protocol"] == (3, 7)
+    assert {"deletionVectors", "timestampNtz"} <= log["features"]
+    assert log["configuration"]["delta.isolationLevel"] == "Serializable"
+    assert log["configuration"]["delta.enableDeletionVectors"] == "true"
+    assert log["configuration"]["team.owner"] == "sales"
+    assert log["configuration"]["delta.logRetentionDuration"] == "interval 60 days"
+    assert log["operations"] == ["CREATE TABLE"]
+
+    # Unchanged settings: the run commits its data and no metadata.
+    publish(zone, "T", 2, [2], marker=2)
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    assert log_of(service, "t")["operations"] == ["CREATE TABLE", "MERGE"]
+    assert engine_rows(service, "t") == as_multiset([{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}])
+
+    # A changed value is set, a removed key unset, both before the run's data.
+    configure(service, [
+        "+isolation_level: Serializable",
+        "+delta_features: [deletionVectors, timestampNtz, checkConstraints]",
+        "+tblproperties: {delta.logRetentionDuration: interval 90 days}",
+    ])
+    publish(zone, "T", 3, [4])
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    log = log_of(service, "t")
+    assert log["operations"] == ["CREATE TABLE", "MERGE", "SET TBLPROPERTIES",
+                                 "UNSET TBLPROPERTIES", "MERGE"]
+    assert "team.owner" not in log["configuration"]
+    assert log["configuration"]["delta.logRetentionDuration"] == "interval 90 days"
+    assert "checkConstraints" in log["features"]
+    assert engine_rows(service, "t") == as_multiset(
+        [{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}, {"id": 4, "v": "v4"}])
+
+    # Staging and control tables stay on the lowest protocol.
+    lowest = [path.parent for path in (service.warehouse / "_lakemirror").glob("**/_delta_log")]
+    assert len(lowest) == 4  # staging dbo/t; control mirror_batches, table_monitor, relations
+    for path in lowest:
+        protocol = DeltaTable(str(path)).protocol()
+        assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2), path
+
+
+def test_bad_settings_fail_only_their_table_before_any_sql(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, [
+        "dbo:",
+        "  dbo__unknown: {+delta_features: [deletionVector]}",
+        "  dbo__cdf: {+delta_features: [changeDataFeed]}",
+        "  dbo__cdf_property: {+tblproperties: {delta.enableChangeDataFeed: true}}",
+        "  dbo__level: {+isolation_level: Snapshot}",
+        "  dbo__append: {+delta_features: [appendOnly]}",
+        "  dbo__versions: {+tblproperties: {delta.minWriterVersion: 4}}",
+    ])
+    tables = ["Unknown", "Cdf", "Cdf_property", "Level", "Append", "Versions", "Fine"]
+    for table in tables:
+        zone.table(table, ["id"])
+        publish(zone, table, 1, [1])
+    statuses = {status.table: status for status in service.run()}
+    assert statuses["fine"].status == "replicating", statuses["fine"].error
+    expected = {
+        "unknown": "unknown Delta table feature 'deletionVector' in delta_features. "
+                   "the embedded engine (Sail) can write: appendOnly, invariants, "
+                   "checkConstraints, columnMapping, deletionVectors, timestampNtz, typeWidening",
+        "cdf": "the embedded engine (Sail) cannot write the Delta table feature "
+               "'changeDataFeed'. It can write: appendOnly",
+        "cdf_property": "cannot write the Delta table feature 'changeDataFeed'",
+        "level": "isolation_level 'Snapshot' is not an isolation level; use Serializable or "
+                 "WriteSerializable",
+        "append": "appendOnly cannot be used on a mirrored table",
+        "versions": "tblproperties delta.minWriterVersion: list the features in delta_features",
+    }
+    for table, message in expected.items():
+        assert statuses[table].status == "failed"
+        assert message in statuses[table].error, statuses[table].error
+        assert f"model dbo__{table}" in statuses[table].error
+        assert not DeltaTable.is_deltatable(str(service.warehouse / "dbo" / table))
+
+
+def test_open_source_delta_refuses_write_serializable_before_any_sql(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["+isolation_level: WriteSerializable"])
+    zone.table("T", ["id"])
+    publish(zone, "T", 1, [1])
+    service.ingest_only()
+    [node] = [node for node in service._dbt("run", "--vars", json.dumps(
+        {"lakemirror_engine": "spark"})) if node.unique_id.startswith("model.")]
+    assert node.failed
+    assert ("Delta Lake on Spark does not accept isolation_level 'WriteSerializable'; "
+            "it accepts: Serializable") in node.message
+    assert not DeltaTable.is_deltatable(str(service.warehouse / "dbo" / "t"))
+
+
+def test_column_mapping_is_set_at_create_and_refused_on_an_existing_table(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["dbo:", "  dbo__mapped: {+delta_features: [columnMapping]}"])
+    for table in ("Plain", "Mapped"):
+        zone.table(table, ["id"])
+        publish(zone, table, 1, [1, 2])
+    assert {status.status for status in service.run()} == {"replicating"}
+    mapped = log_of(service, "mapped")
+    assert mapped["protocol"] == (3, 7) and "columnMapping" in mapped["features"]
+    assert engine_rows(service, "mapped") == as_multiset([{"id": 1, "v": "v1"},
+                                                          {"id": 2, "v": "v2"}])
+
+    configure(service, ["+delta_features: [columnMapping]"])
+    for table in ("Plain", "Mapped"):
+        publish(zone, table, 2, [3])
+    statuses = {status.table: status for status in service.run()}
+    assert statuses["mapped"].status == "replicating", statuses["mapped"].error
+    assert statuses["plain"].status == "failed"
+    assert ("the embedded engine (Sail) can turn on columnMapping only when it first creates "
+            "the table; it cannot add it to dbo.plain, which exists") in statuses["plain"].error
+    assert log_of(service, "plain")["operations"] == ["CREATE TABLE"]
+
+
+def run_macro(service, capsys, body):
+    """Render `body` in a run-operation of the project and return what it printed."""
+    (service.project_dir / "macros" / "probe.sql").write_text(
+        "{% macro probe() %}" + body + "{% endmacro %}")
+    capsys.readouterr()
+    service.quiet = False  # dbt prints nothing at log level none
+    results = service._dbt("run-operation", "probe")
+    assert not any(node.failed for node in results), results
+    return capsys.readouterr().out
+
+
+# Lowest protocols from Databricks' "Delta Lake feature compatibility and protocols" table.
+LOWEST = [
+    ("spark", ["changeDataFeed"], {"delta.minReaderVersion": "1",
+                                   "delta.minWriterVersion": "4"}),
+    ("spark", ["checkConstraints", "appendOnly"], {"delta.minReaderVersion": "1",
+                                                   "delta.minWriterVersion": "3"}),
+    ("spark", ["columnMapping"], {"delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}),
+    ("spark", ["changeDataFeed", "deletionVectors"], {
+        "delta.feature.changeDataFeed": "supported",
+        "delta.feature.deletionVectors": "supported"}),
+    ("sail", ["appendOnly"], {}),
+    ("sail", ["checkConstraints", "deletionVectors"], {
+        "delta.feature.checkConstraints": "supported",
+        "delta.feature.deletionVectors": "supported"}),
+]
+
+
+def test_lowest_protocol_for_a_feature_set(tmp_path, capsys):
+    _, service = mirror_setup(tmp_path)
+    cases = "".join(
+        "{% do print(tojson(lakemirror._protocol_properties(" + json.dumps(features)
+        + ", lakemirror.delta_feature_catalog(), {'legacy_protocols': "
+        + ("true" if engine == "spark" else "false") + "}))) %}"
+        for engine, features, _ in LOWEST)
+    printed = re.findall(r"^\{.*\}$", run_macro(service, capsys, cases), re.MULTILINE)
+    assert [json.loads(line) for line in printed] == [expected for _, _, expected in LOWEST]
+
+
+def test_delta_state_is_read_from_commits_or_from_the_last_checkpoint(tmp_path, capsys):
+    _, service = mirror_setup(tmp_path)
+    data = pa.table({"id": [1]})
+    paths = {name: tmp_path / name for name in ("commits", "checkpointed")}
+    for name, path in paths.items():
+        write_deltalake(str(path), data, configuration={"delta.appendOnly": "false"})
+        DeltaTable(str(path)).alter.set_table_properties({"delta.appendOnly": "true",
+                                                          "delta.logRetentionDuration": "interval 9 days"})
+        DeltaTable(str(path)).alter.add_feature(TableFeatures.TimestampWithoutTimezone,
+                                                allow_protocol_versions_increase=True)
+        write_deltalake(str(path), data, mode="append")
+    checkpointed = DeltaTable(str(paths["checkpointed"]))
+    checkpointed.create_checkpoint()
+    for commit in (paths["checkpointed"] / "_delta_log").glob("*.json"):
+        commit.unlink()
+    calls = "".join("{% do print(tojson(lakemirror.read_delta_state('" + str(path) + "'))) %}"
+                    for path in paths.values())
+    printed = re.findall(r"^\{.*\}$", run_macro(service, capsys, calls), re.MULTILINE)
+    for path, line in zip(paths.values(), printed):
+        state, delta = json.loads(line), DeltaTable(str(path))
+        protocol = delta.protocol()
+        assert state["configuration"] == delta.metadata().configuration
+        assert (state["reader"], state["writer"]) == (protocol.min_reader_version,
+                                                     protocol.min_writer_version)
+        assert set(state["features"]) == {*protocol.reader_features, *protocol.writer_features}
+
+
+def test_drop_feature_is_refused_on_the_embedded_engine_and_for_undroppable_features(tmp_path):
+    _, service = mirror_setup(tmp_path)
+    cases = {
+        "deletionVectors": "the embedded engine (Sail) cannot drop table features (it has no "
+                           "ALTER TABLE ... DROP FEATURE). Run this operation on a target with "
+                           "Delta Lake 3.x or later on Spark, or Databricks",
+        "appendOnly": "Delta cannot drop the table feature 'appendOnly'. Droppable features: "
+                      "checkConstraints, columnMapping, deletionVectors, typeWidening, "
+                      "v2Checkpoint, collations-preview, checkpointProtection",
+    }
+    for feature, message in cases.items():
+        [node] = service._dbt("run-operation", "lakemirror.drop_feature", "--args", json.dumps(
+            {"relation": "dbo.t", "feature": feature}))
+        assert node.failed and message in node.message, node.message
