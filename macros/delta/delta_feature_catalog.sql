@@ -3,7 +3,7 @@
      ('reader-writer') or only writers ('writer'), the lowest legacy protocol that supports it
      (reader, writer; writer 7 means table features only), the property that turns it on, and
      whether `ALTER TABLE ... DROP FEATURE` can remove it. Kept equal to
-     python/lakemirror/delta/features.py by a test. --#}
+     python/lakemirror/delta/features.py (lakemirror inspect and doctor) by a test. --#}
 {% macro delta_feature_catalog() %}
     {{ return({
         'appendOnly': {'kind': 'writer', 'reader': 1, 'writer': 2,

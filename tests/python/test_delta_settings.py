@@ -82,6 +82,7 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
     publish(zone, "T", 2, [2], marker=2)
     [status] = service.run()
     assert status.status == "replicating", status.error
+    assert status.rows == 2  # counted from the log: delta-rs cannot read deletion vectors
     assert log_of(service, "t")["operations"] == ["CREATE TABLE", "MERGE"]
     assert engine_rows(service, "t") == as_multiset([{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}])
 
@@ -264,3 +265,16 @@ def test_drop_feature_is_refused_on_the_embedded_engine_and_for_undroppable_feat
         [node] = service._dbt("run-operation", "lakemirror.drop_feature", "--args", json.dumps(
             {"relation": "dbo.t", "feature": feature}))
         assert node.failed and message in node.message, node.message
+
+
+def test_the_macros_and_inspect_share_one_feature_catalog(tmp_path, capsys):
+    from lakemirror.delta.features import FEATURES
+
+    _, service = mirror_setup(tmp_path)
+    printed = run_macro(service, capsys, "{% do print(tojson(lakemirror.delta_feature_catalog())) %}")
+    [line] = re.findall(r"^\{.*\}$", printed, re.MULTILINE)
+    assert json.loads(line) == {
+        feature.name: {"kind": feature.kind, "reader": feature.min_reader_version,
+                       "writer": feature.min_writer_version, "property": feature.property,
+                       "value": feature.property_value, "droppable": feature.droppable}
+        for feature in FEATURES}

@@ -1,0 +1,167 @@
+"""What `lakemirror inspect` and `lakemirror doctor` compute and print, from the Delta logs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from lakemirror.delta import (
+    Commit,
+    ReaderProfile,
+    TableLog,
+    Verdict,
+    find_tables,
+    judge,
+    read_log,
+    select_table,
+)
+from lakemirror.delta.log import ISOLATION_LEVEL
+from lakemirror.errors import ConfigError
+from lakemirror.staging import Warehouse
+
+
+@dataclass(frozen=True)
+class TableReaders:
+    """One table and the verdict of every profile asked about."""
+
+    log: TableLog
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def unreadable(self) -> bool:
+        return any(verdict.cannot_read for verdict in self.verdicts)
+
+
+def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -> list[TableLog]:
+    """The logs of one table (by name) or of every table in the warehouse."""
+    if not warehouse.is_dir():
+        raise ConfigError(f"warehouse folder {warehouse} does not exist",
+                          hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
+    tables = find_tables(Warehouse(warehouse.resolve()))
+    chosen = [select_table(tables, table)] if table else tables
+    return [read_log(chosen_table, history=history) for chosen_table in chosen]
+
+
+def doctor(warehouse: Path, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
+    return [TableReaders(log, tuple(judge(profile, log.protocol) for profile in profiles))
+            for log in table_logs(warehouse)]
+
+
+def inspect_json(logs: Sequence[TableLog]) -> str:
+    return json.dumps([_log_json(log) for log in logs], indent=2, default=str)
+
+
+def inspect_text(logs: Sequence[TableLog]) -> str:
+    if not logs:
+        return "no Delta tables in the warehouse yet"
+    lines: list[str] = []
+    for kind, group in groupby(logs, key=lambda log: log.table.kind):
+        lines += [f"== {kind} tables =="] + [line for log in group for line in _log_text(log)]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def doctor_json(results: Sequence[TableReaders]) -> str:
+    return json.dumps([{
+        "table": result.log.table.name, "kind": result.log.table.kind,
+        "min_reader_version": result.log.protocol.min_reader_version,
+        "min_writer_version": result.log.protocol.min_writer_version,
+        "readers": [{"profile": verdict.profile, "can_read": not verdict.cannot_read,
+                     "can_write": not verdict.cannot_write,
+                     "cannot_read": list(verdict.cannot_read),
+                     "cannot_write": list(verdict.cannot_write)}
+                    for verdict in result.verdicts],
+    } for result in results], indent=2)
+
+
+def doctor_text(results: Sequence[TableReaders]) -> str:
+    if not results:
+        return "no Delta tables in the warehouse yet"
+    width = max(len(verdict.profile) for verdict in results[0].verdicts)
+    lines = []
+    for result in results:
+        protocol = result.log.protocol
+        lines.append(f"{result.log.table.name} ({result.log.table.kind}, protocol "
+                     f"{protocol.min_reader_version}/{protocol.min_writer_version})")
+        for verdict in result.verdicts:
+            lines.append(f"  {verdict.profile:<{width}}  {_verdict_text(verdict)}")
+    unreadable = sum(result.unreadable for result in results)
+    lines.append(f"{unreadable} of {len(results)} tables unreadable for a named reader")
+    return "\n".join(lines)
+
+
+def profiles_json(profiles: Sequence[ReaderProfile]) -> str:
+    return json.dumps([{
+        "name": profile.name, "description": profile.description,
+        "max_reader_version": profile.max_reader_version,
+        "max_writer_version": profile.max_writer_version,
+        "reads": sorted(profile.readable), "writes": sorted(profile.writable),
+        "source": profile.source,
+    } for profile in profiles], indent=2)
+
+
+def profiles_text(profiles: Sequence[ReaderProfile]) -> str:
+    width = max(len(profile.name) for profile in profiles)
+    lines = [f"{'profile':<{width}}  max  description"]
+    lines += [f"{profile.name:<{width}}  {profile.max_reader_version}/"
+              f"{profile.max_writer_version}  {profile.description}" for profile in profiles]
+    lines.append("use: lakemirror doctor --readers delta-2.2,dbr-12.2,delta-rs")
+    return "\n".join(lines)
+
+
+def _log_json(log: TableLog) -> dict[str, Any]:
+    return {
+        "table": log.table.name, "kind": log.table.kind, "path": str(log.table.path),
+        "min_reader_version": log.protocol.min_reader_version,
+        "min_writer_version": log.protocol.min_writer_version,
+        "reader_features": sorted(log.protocol.features_to_read()),
+        "writer_features": sorted(log.protocol.features_to_write()),
+        "isolation_level": log.isolation_level,
+        "properties": log.properties,
+        "history": [{"version": commit.version,
+                     "time": commit.time.isoformat() if commit.time else None,
+                     "operation": commit.operation, "metrics": commit.metrics}
+                    for commit in log.history],
+    }
+
+
+def _log_text(log: TableLog) -> list[str]:
+    protocol = log.protocol
+    isolation = log.isolation_level + ("" if ISOLATION_LEVEL in log.properties else " (default)")
+    properties = [f"{key}={value}" for key, value in sorted(log.properties.items())
+                  if key != ISOLATION_LEVEL]
+    lines = [
+        f"{log.table.name}  {log.table.path}",
+        f"  protocol    reader {protocol.min_reader_version}, writer "
+        f"{protocol.min_writer_version}",
+        f"  features    read: {_names(protocol.features_to_read())}; "
+        f"write: {_names(protocol.features_to_write())}",
+        f"  isolation   {isolation}",
+        f"  properties  {', '.join(properties) or '-'}",
+    ]
+    lines += [f"  {'history' if index == 0 else '':<10}  {_commit_text(commit)}"
+              for index, commit in enumerate(log.history)]
+    return lines
+
+
+def _commit_text(commit: Commit) -> str:
+    time = commit.time.strftime("%Y-%m-%d %H:%M:%S") if commit.time else "?"
+    rows = [f"{key}={value}" for key, value in commit.metrics.items()
+            if "row" in key.lower() and value]
+    return f"v{commit.version}  {time}  {commit.operation}  {' '.join(rows)}".rstrip()
+
+
+def _verdict_text(verdict: Verdict) -> str:
+    if not verdict.cannot_read and not verdict.cannot_write:
+        return "ok"
+    parts = [f"cannot {action}: {', '.join(reasons)}" for action, reasons in
+             (("read", verdict.cannot_read), ("write", verdict.cannot_write)) if reasons]
+    return "; ".join(parts)
+
+
+def _names(features: frozenset[str]) -> str:
+    return ", ".join(sorted(features)) or "-"

@@ -1,0 +1,19 @@
+"""Delta logs: the table-feature catalog, reader profiles, and protocol, properties and history
+of the warehouse's tables, read with `deltalake` on any engine."""
+
+from lakemirror.delta.features import FEATURES, FEATURES_BY_NAME, Protocol, TableFeature
+from lakemirror.delta.log import (
+    Commit,
+    TableLog,
+    WarehouseTable,
+    find_tables,
+    read_log,
+    select_table,
+)
+from lakemirror.delta.readers import PROFILES, ReaderProfile, Verdict, judge, profiles_named
+
+__all__ = [
+    "FEATURES", "FEATURES_BY_NAME", "PROFILES", "Commit", "Protocol", "ReaderProfile",
+    "TableFeature", "TableLog", "Verdict", "WarehouseTable", "find_tables", "judge",
+    "profiles_named", "read_log", "select_table",
+]

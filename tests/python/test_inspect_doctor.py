@@ -1,0 +1,193 @@
+"""`lakemirror inspect` and `lakemirror doctor --readers`, read from the Delta logs.
+
+Expected verdicts come from the vendors' compatibility tables, not from the code under test:
+column mapping needs Delta 1.2, change data feed Delta 2.0, deletion vectors are read from
+Delta 2.3 and written from Delta 2.4 (docs.delta.io/3.2.1/versioning.html, Delta 2.4 release
+notes), and Databricks Runtime 12.2 LTS (docs.databricks.com/delta/feature-compatibility.html).
+"""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from deltalake import DeltaTable, TableFeatures, write_deltalake
+
+from lakemirror.cli.main import cli
+from lakemirror.delta import Protocol
+from lakemirror.reference import ROW_MARKER
+
+from conftest import mirror_setup
+
+ROWS = pa.table({"id": [1, 2], "v": ["a", "b"]})
+
+
+def run_cli(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def delta_table(path: Path, configuration=None) -> Path:
+    write_deltalake(str(path), ROWS, configuration=configuration)
+    return path
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    """plain (1,2) with staging; cdf (1,4); mapped (2,5); dv (3,7); a model; a control table."""
+    root = tmp_path / "wh"
+    delta_table(root / "dbo" / "plain")
+    write_deltalake(str(root / "dbo" / "plain"), ROWS, mode="append")
+    delta_table(root / "_lakemirror" / "staging" / "dbo" / "plain")
+    delta_table(root / "dbo" / "cdf", {"delta.enableChangeDataFeed": "true"})
+    delta_table(root / "sales" / "mapped", {"delta.columnMapping.mode": "name"})
+    DeltaTable(str(delta_table(root / "dbo" / "dv"))).alter.add_feature(
+        TableFeatures.DeletionVectors, allow_protocol_versions_increase=True)
+    delta_table(root / "analytics" / "mart")
+    delta_table(root / "_lakemirror" / "control" / "relations")
+    return root
+
+
+def inspect_json(*args):
+    result = run_cli("inspect", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def doctor_json(warehouse, readers):
+    result = run_cli("doctor", "--readers", readers, "--warehouse", str(warehouse), "--json")
+    tables = {table["table"]: table for table in json.loads(result.stdout)}
+    return result.exit_code, {name: {verdict["profile"]: verdict for verdict in table["readers"]}
+                              for name, table in tables.items()}
+
+
+def test_protocol_implies_legacy_features_and_lists_table_features():
+    assert Protocol(1, 2).features_to_write() == {"appendOnly", "invariants"}
+    assert Protocol(1, 4).features_to_write() == {
+        "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}
+    assert Protocol(2, 5).features_to_read() == {"columnMapping"}
+    assert Protocol(1, 6).features_to_read() == set()
+    assert "identityColumns" in Protocol(2, 6).features_to_write()
+    tf = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking"))
+    assert (tf.features_to_read(), tf.features_to_write()) == (
+        {"deletionVectors"}, {"deletionVectors", "rowTracking"})
+
+
+def test_inspect_json_lists_every_table_grouped_by_kind(warehouse):
+    tables = inspect_json("--warehouse", str(warehouse))
+    assert [(table["kind"], table["table"]) for table in tables] == [
+        ("mirrored", "dbo.plain"),
+        ("model", "analytics.mart"), ("model", "dbo.cdf"), ("model", "dbo.dv"),
+        ("model", "sales.mapped"),
+        ("staging", "_lakemirror_staging.dbo__plain"),
+        ("control", "_lakemirror_control.relations")]
+    by_name = {table["table"]: table for table in tables}
+    cdf = by_name["dbo.cdf"]
+    assert (cdf["min_reader_version"], cdf["min_writer_version"]) == (1, 4)
+    assert "changeDataFeed" in cdf["writer_features"]
+    assert cdf["properties"] == {"delta.enableChangeDataFeed": "true"}
+    assert cdf["isolation_level"] == "WriteSerializable"
+    mapped = by_name["sales.mapped"]
+    assert (mapped["min_reader_version"], mapped["reader_features"]) == (2, ["columnMapping"])
+    dv = by_name["dbo.dv"]
+    assert (dv["min_reader_version"], dv["min_writer_version"]) == (3, 7)
+    assert dv["reader_features"] == ["deletionVectors"]
+    assert [commit["version"] for commit in dv["history"]] == [1, 0]
+    assert dv["history"][0]["operation"] == "ADD FEATURE"
+    assert dv["history"][1]["metrics"]["num_added_rows"] == 2
+
+
+def test_inspect_one_table_by_bare_name_or_staging_name_with_history_limit(warehouse):
+    [plain] = inspect_json("Plain", "--history", "1", "--warehouse", str(warehouse))
+    assert plain["table"] == "dbo.plain" and len(plain["history"]) == 1
+    assert plain["history"][0]["version"] == 1
+    [staging] = inspect_json("dbo__plain", "--warehouse", str(warehouse))
+    assert staging["kind"] == "staging"
+    [control] = inspect_json("_lakemirror_control.relations", "--warehouse", str(warehouse))
+    assert control["kind"] == "control"
+
+
+def test_inspect_text_is_a_block_per_table(warehouse):
+    result = run_cli("inspect", "dbo.dv", "--warehouse", str(warehouse))
+    assert result.exit_code == 0
+    assert "== model tables ==" in result.output
+    assert "protocol    reader 3, writer 7" in result.output
+    assert "read: deletionVectors" in result.output
+    assert "WriteSerializable (default)" in result.output
+    assert "ADD FEATURE" in result.output
+
+
+def test_unknown_table_is_a_config_error_listing_known_tables(warehouse):
+    result = run_cli("inspect", "dbo.nope", "--warehouse", str(warehouse))
+    assert result.exit_code == 2
+    assert "no Delta table 'dbo.nope'" in result.output and "dbo.plain" in result.output
+
+
+def test_deletion_vectors_block_delta_2_2_reads_and_delta_2_3_writes(warehouse):
+    code, verdicts = doctor_json(warehouse, "delta-2.2,delta-2.3,delta-2.4,dbr-10.4,dbr-12.2")
+    assert code == 1
+    dv = verdicts["dbo.dv"]
+    assert "deletionVectors" in dv["delta-2.2"]["cannot_read"]
+    assert "deletionVectors" in dv["dbr-10.4"]["cannot_read"]
+    assert (dv["delta-2.3"]["can_read"], dv["delta-2.3"]["cannot_write"]) == (
+        True, ["deletionVectors"])
+    assert dv["delta-2.4"]["can_read"] and dv["delta-2.4"]["can_write"]
+    assert dv["dbr-12.2"]["can_read"] and dv["dbr-12.2"]["can_write"]
+    assert all(verdict["can_read"] and verdict["can_write"]
+               for verdict in verdicts["dbo.plain"].values())
+
+
+def test_column_mapping_needs_delta_1_2_and_change_data_feed_writes_need_delta_2_0(warehouse):
+    code, verdicts = doctor_json(warehouse, "delta-1.0,delta-1.2,delta-2.0")
+    assert code == 1
+    mapped, cdf = verdicts["sales.mapped"], verdicts["dbo.cdf"]
+    assert mapped["delta-1.0"]["cannot_read"][0] == "columnMapping"
+    assert mapped["delta-1.2"]["can_read"] and mapped["delta-2.0"]["can_write"]
+    assert (cdf["delta-1.0"]["can_read"], cdf["delta-1.0"]["cannot_write"]) == (
+        True, ["changeDataFeed"])
+    assert cdf["delta-1.2"]["cannot_write"] == ["changeDataFeed"]
+    assert cdf["delta-2.0"]["can_write"]
+
+
+def test_unwritable_alone_exits_zero_and_names_the_feature(warehouse):
+    result = run_cli("doctor", "--readers", "delta-2.3", "--warehouse", str(warehouse))
+    assert result.exit_code == 0, result.output
+    assert "cannot write: deletionVectors" in result.output
+    assert "0 of 7 tables unreadable" in result.output
+
+
+def test_unknown_profile_is_a_config_error_listing_profiles(warehouse):
+    result = run_cli("doctor", "--readers", "delta-2.2,spark-9", "--warehouse", str(warehouse))
+    assert result.exit_code == 2
+    assert "spark-9" in result.output and "dbr-12.2" in result.output
+
+
+def test_doctor_without_readers_lists_the_profiles():
+    result = run_cli("doctor", "--json")
+    assert result.exit_code == 0
+    profiles = {profile["name"]: profile for profile in json.loads(result.stdout)}
+    assert {"delta-1.0", "delta-2.2", "delta-4.0", "dbr-12.2", "dbr-15.4", "delta-rs",
+            "sail-0.7"} <= set(profiles)
+    assert profiles["delta-2.3"]["max_reader_version"] == 3
+    assert all(profile["source"] for profile in profiles.values())
+
+
+@pytest.mark.slow
+def test_inspect_and_doctor_on_a_mirrored_warehouse(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())])
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, [{"id": 1, "v": "a", ROW_MARKER: 0}], schema)
+    zone.write("Customers", 2, [{"id": 1, "v": "b", ROW_MARKER: 1}], schema)
+    [status] = service.run()
+    assert status.status == "replicating"
+    tables = inspect_json("--warehouse", str(service.warehouse))
+    names = {(table["kind"], table["table"]) for table in tables}
+    assert {("mirrored", "dbo.customers"), ("staging", "_lakemirror_staging.dbo__customers"),
+            ("control", "_lakemirror_control.relations"),
+            ("control", "_lakemirror_control.mirror_batches")} <= names
+    [customers] = inspect_json("customers", "--warehouse", str(service.warehouse))
+    assert customers["history"] and customers["history"][0]["operation"]
+    result = run_cli("doctor", "--readers", "sail-0.7,delta-rs,dbr-12.2",
+                     "--warehouse", str(service.warehouse))
+    assert result.exit_code == 0, result.output
