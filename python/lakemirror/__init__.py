@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lakemirror.conflicts import Conflict, ConflictKind, classify_conflict
 from lakemirror.errors import (
     ConfigError,
     EngineError,
     LakemirrorError,
     LandingZoneError,
+    LockTimeoutError,
     SchemaChangeError,
 )
 from lakemirror.reference import apply_changes
@@ -22,8 +24,9 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = [
-    "ConfigError", "EngineError", "LakemirrorError", "LandingZoneError", "MirrorService",
-    "SchemaChangeError", "TableStatus", "apply_changes",
+    "ConfigError", "Conflict", "ConflictKind", "EngineError", "LakemirrorError",
+    "LandingZoneError", "LockTimeoutError", "MirrorService", "SchemaChangeError", "TableStatus",
+    "apply_changes", "classify_conflict",
 ]
 
 

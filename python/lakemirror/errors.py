@@ -69,3 +69,9 @@ class EngineError(LakemirrorError):
     """The Spark engine could not be started or reached."""
 
     exit_code = 2
+
+
+class LockTimeoutError(LakemirrorError):
+    """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
+
+    exit_code = 2

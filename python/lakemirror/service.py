@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from deltalake import DeltaTable
 
 from lakemirror.build import NodeResult, dbt_invoke
-from lakemirror.codegen import MirrorModel, retire_model, write_model
+from lakemirror.codegen import MIRROR_FOLDER, MirrorModel, retire_model, write_model
+from lakemirror.conflicts import Backoff, classify_conflict
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
 from lakemirror.errors import ConfigError, EngineError, LandingZoneError
 from lakemirror.landing import LandingTable, discover_tables
@@ -21,6 +24,7 @@ from lakemirror.monitor import (
     record_partner_events,
     write_monitor,
 )
+from lakemirror.row_count import table_row_count
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,
@@ -29,8 +33,9 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
-from lakemirror.staging.lifecycle import drop_table_data, find_retirements
-from lakemirror.staging.lock import warehouse_lock
+from lakemirror.scope import Scope, resolve_scope
+from lakemirror.staging.lifecycle import drop_table_data, find_retirements, staged_tables
+from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
 
@@ -48,6 +53,8 @@ class MirrorService:
     dbt_vars: dict[str, object] = field(default_factory=dict)
     quiet: bool = False
     retention_days: float = DEFAULT_RETENTION_DAYS
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    backoff: Backoff = field(default_factory=Backoff)
     progress: Callable[[str], None] = lambda message: None
 
     def __post_init__(self) -> None:
@@ -58,34 +65,48 @@ class MirrorService:
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
                               hint="pass --project-dir pointing at the lakemirror dbt project")
 
-    def run(self) -> list[TableStatus]:
+    def run(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Drop tables whose folder went away, ingest new files, generate models for new
-        tables, run `dbt build`."""
-        with warehouse_lock(self.warehouse):
-            tables = discover_tables(self.landing_zone)
-            dropped = self.drop_retired(tables)
-            ingested = self.ingest(tables)
+        tables, run `dbt build`; on every table, or only the named ones ('schema.table')."""
+        with self._locked_scope(tables) as (landing, scope):
+            dropped = self.drop_retired(landing, scope)
+            ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             staged = [result for result in ingested if self._is_staged(result)]
-            nodes = self.build() if staged else []
+            nodes = self.build(scope) if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
-            self._record(ingested, statuses, applied_now=bool(nodes))
+            self._record(ingested, statuses, scope, applied_now=bool(nodes))
             return dropped + statuses
 
-    def ingest_only(self) -> list[TableStatus]:
+    def ingest_only(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
-        with warehouse_lock(self.warehouse):
-            tables = discover_tables(self.landing_zone)
-            dropped = self.drop_retired(tables)
-            ingested = self.ingest(tables)
+        with self._locked_scope(tables) as (landing, scope):
+            dropped = self.drop_retired(landing, scope)
+            ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             statuses = [self._status(result, []) for result in ingested]
-            self._record(ingested, statuses, applied_now=False)
+            self._record(ingested, statuses, scope, applied_now=False)
             return dropped + statuses
 
-    def drop_retired(self, tables: list[LandingTable]) -> list[TableStatus]:
-        """Drop every table whose landing folder was deleted or recreated: from the engine's
-        catalog, then its data, then (for deleted folders) its generated model. Returns a
-        `dropped` status for each deleted folder; a recreated one is rebuilt by the ingest."""
-        retirements = find_retirements(tables, self.layout)
+    @contextmanager
+    def _locked_scope(self, selected: Sequence[str]
+                      ) -> Iterator[tuple[list[LandingTable], Scope]]:
+        """Lock the run's tables (landing-zone and staged ones, or the selected ones), then
+        yield the landing zone's tables as found once the locks are held, and the scope."""
+        known = [table.qualified_name for table in discover_tables(self.landing_zone)]
+        known += [f"{schema}.{table}" for schema, table in staged_tables(self.layout)]
+        scope = resolve_scope(selected, known)
+        with table_locks(self.warehouse, sorted(scope.names), timeout=self.lock_timeout,
+                         progress=self.progress):
+            yield discover_tables(self.landing_zone), scope
+
+    def drop_retired(self, tables: list[LandingTable],
+                     scope: Scope | None = None) -> list[TableStatus]:
+        """Drop every table in scope whose landing folder was deleted or recreated: from the
+        engine's catalog, then its data, then (for deleted folders) its generated model.
+        Returns a `dropped` status for each deleted folder; a recreated one is rebuilt by the
+        ingest. `tables` are all the zone's tables: a table outside the scope is never
+        dropped, whether its folder exists or not."""
+        retirements = [retirement for retirement in find_retirements(tables, self.layout)
+                       if scope is None or retirement.qualified_name in scope]
         if not retirements:
             return []
         if not tables:
@@ -103,7 +124,7 @@ class MirrorService:
                               hint="check the engine and run again; nothing was deleted")
         dropped = []
         for retirement in retirements:
-            drop_table_data(self.layout, retirement)
+            drop_table_data(self.layout, retirement, progress=self.progress)
             if retirement.reason == "deleted":
                 kept = [f"{path.relative_to(self.project_dir)} ({outcome})" for path, outcome in
                         retire_model(self.project_dir, retirement.schema,
@@ -138,19 +159,24 @@ class MirrorService:
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
         return ingested
 
-    def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], *,
-                applied_now: bool) -> None:
-        previous = read_monitor(self.layout)
-        applied = applied_positions(self.layout)
-        write_monitor(self.layout, [
-            monitor_record(result, status, previous.get((status.schema, status.table)),
-                           applied.get(f"{status.schema}.{status.table}", 0),
-                           applied_now=applied_now)
-            for result, status in zip(ingested, statuses)])
+    def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], scope: Scope,
+                *, applied_now: bool) -> None:
+        """Write this run's monitoring records, keeping those of tables not selected for it."""
+        with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
+            previous = read_monitor(self.layout)
+            applied = applied_positions(self.layout)
+            kept = [record for (schema, table), record in previous.items()
+                    if scope.explicit and f"{schema}.{table}" not in scope]
+            write_monitor(self.layout, kept + [
+                monitor_record(result, status, previous.get((status.schema, status.table)),
+                               applied.get(f"{status.schema}.{status.table}", 0),
+                               applied_now=applied_now)
+                for result, status in zip(ingested, statuses)])
 
     def _record_partner(self) -> None:
         try:
-            record_partner_events(self.landing_zone, self.layout)
+            with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
+                record_partner_events(self.landing_zone, self.layout)
         except LandingZoneError as error:
             self.progress(f"warning: {error}")
 
@@ -162,10 +188,40 @@ class MirrorService:
         return DeltaTable.is_deltatable(
             str(self.layout.staging_path(result.table.schema, result.table.name)))
 
-    def build(self) -> list[NodeResult]:
-        """`dbt build` on the configured target."""
-        self.progress("dbt build")
-        return self._dbt("build")
+    def build(self, scope: Scope | None = None) -> list[NodeResult]:
+        """`dbt build` on the configured target, limited to the scope's mirror models when
+        tables were selected, and never building another run's tables; models that lost a
+        commit conflict are built again with backoff."""
+        selection = self._selection(scope) if scope is not None else []
+        self.progress(f"dbt build {' '.join(selection)}".rstrip())
+        return self._rebuild_conflicts(self._dbt("build", *selection))
+
+    def _selection(self, scope: Scope) -> list[str]:
+        """dbt node selection: the scope's mirror models when explicit, else all nodes but the
+        mirror models of tables outside the scope (created meanwhile by another run)."""
+        models = {path.stem for path in (self.project_dir / MIRROR_FOLDER).glob("*/*.sql")}
+        ours = {staging_table_name(*name.split(".", 1)) for name in scope.names}
+        if scope.explicit:
+            return ["--select", *sorted(models & ours)]
+        others = sorted(models - ours)
+        return ["--exclude", *others] if others else []
+
+    def _rebuild_conflicts(self, nodes: list[NodeResult]) -> list[NodeResult]:
+        for attempt, delay in enumerate(self.backoff.delays(), start=2):
+            conflicts = {node.unique_id.rsplit(".", 1)[-1]: conflict for node in nodes
+                         if node.failed and node.unique_id.startswith("model.")
+                         and (conflict := classify_conflict(node.message))}
+            if not conflicts:
+                return nodes
+            self.progress(
+                "commit conflict: " + ", ".join(f"{model} ({conflict.kind.value})"
+                                                for model, conflict in conflicts.items())
+                + f"; building again in {delay:.1f} s (attempt {attempt} of "
+                  f"{self.backoff.attempts})")
+            time.sleep(delay)
+            again = {node.unique_id: node for node in self._dbt("build", "--select", *conflicts)}
+            nodes = [again.pop(node.unique_id, node) for node in nodes] + list(again.values())
+        return nodes
 
     def _dbt(self, command: str, *args: str) -> list[NodeResult]:
         """Run a dbt command on the configured target, with an engine for `embedded`."""
@@ -184,14 +240,15 @@ class MirrorService:
         model_errors = [node.message or node.status for node in nodes
                         if node.failed and node.unique_id.startswith("model.")
                         and node.unique_id.endswith(f".{model}")]
-        mirrored = self.layout.mirrored_path(schema, name)
-        rows = (DeltaTable(str(mirrored)).to_pyarrow_dataset().count_rows()
-                if DeltaTable.is_deltatable(str(mirrored)) else None)
+        rows = table_row_count(self.layout.mirrored_path(schema, name))
         if result.status == "failed" or not model_errors:
             return TableStatus(schema, name, result.status, result.last_sequence, rows,
                                result.error)
+        conflict = classify_conflict(model_errors[0])
+        reason = (f"{conflict.kind.value} after {self.backoff.attempts} attempts: "
+                  if conflict else "")
         return TableStatus(schema, name, "failed", result.last_sequence, rows,
-                           f"dbt model {model}: {model_errors[0]}")
+                           f"dbt model {model}: {reason}{model_errors[0]}")
 
 
 _shared_engine: InProcessEngine | None = None

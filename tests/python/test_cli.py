@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.staging.lock import warehouse_lock
+from lakemirror.staging.lock import table_locks
 
 from conftest import as_multiset, copy_project, mirrored_rows
 
@@ -105,13 +105,24 @@ def test_background_engine_then_plain_dbt_run_merges_in_new_processes(zone, tmp_
     assert "MERGE" in operations and len([op for op in operations if "CREATE" in op]) == 1
 
 
-def test_second_concurrent_run_on_one_warehouse_is_refused(zone, tmp_path):
-    zone.root.mkdir(parents=True)
-    with warehouse_lock(tmp_path / "wh"):
+def test_a_run_waits_for_a_table_another_run_holds_then_names_it(zone, tmp_path):
+    zone.table("T", ["id"])
+    with table_locks(tmp_path / "wh", ["dbo.t"], timeout=0, progress=print):
         result = run_cli("ingest", "--landing-zone", str(zone.root),
-                         "--warehouse", str(tmp_path / "wh"),
+                         "--warehouse", str(tmp_path / "wh"), "--lock-timeout", "0.5",
                          "--project-dir", str(copy_project(tmp_path / "project")))
-    assert result.exit_code == 2 and "another lakemirror run" in result.output
+    assert result.exit_code == 2, result.output
+    assert "waiting for dbo.t" in result.output
+    assert "[table dbo.t] another lakemirror run is still working on this table" in result.output
+
+
+def test_an_unknown_table_is_a_usage_error(zone, tmp_path):
+    zone.table("T", ["id"])
+    result = run_cli("ingest", "--landing-zone", str(zone.root), "--warehouse",
+                     str(tmp_path / "wh"), "--table", "sales.nope",
+                     "--project-dir", str(copy_project(tmp_path / "project")))
+    assert result.exit_code == 2 and "no table sales.nope" in result.output
+    assert "one of: dbo.t" in result.output
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lakemirror.errors import LakemirrorError
+from lakemirror.errors import ConfigError, LakemirrorError
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
@@ -58,6 +58,13 @@ def mirror_options(command: Command) -> Command:
                      envvar="LAKEMIRROR_RETENTION_DAYS",
                      help="Delete files in _ProcessedFiles/ and _FilesReadyToDelete/ after this "
                           "many days [env LAKEMIRROR_RETENTION_DAYS]."),
+        click.option("--table", "tables", multiple=True, metavar="SCHEMA.TABLE",
+                     help="Only this table (repeatable); runs on disjoint tables can run "
+                          "side by side."),
+        click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+                     envvar="LAKEMIRROR_LOCK_TIMEOUT",
+                     help="Seconds to wait for tables another run is working on "
+                          "[env LAKEMIRROR_LOCK_TIMEOUT]."),
         click.option("--json", "as_json", is_flag=True, help="Print the status as JSON."),
     ]):
         command = option(command)
@@ -67,22 +74,26 @@ def mirror_options(command: Command) -> Command:
 @cli.command()
 @mirror_options
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-        retention_days: float, as_json: bool) -> None:
+        retention_days: float, tables: tuple[str, ...], lock_timeout: float,
+        as_json: bool) -> None:
     """Ingest new files, generate models for new tables, run `dbt build`, print the status.
 
     Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
     """
-    service = _service(landing_zone, warehouse, project_dir, target, retention_days, as_json)
-    _report(service.run(), as_json)
+    service = _service(landing_zone, warehouse, project_dir, target, retention_days,
+                       lock_timeout, as_json)
+    _report(service.run(tables), as_json)
 
 
 @cli.command()
 @mirror_options
 def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-           retention_days: float, as_json: bool) -> None:
+           retention_days: float, tables: tuple[str, ...], lock_timeout: float,
+           as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
-    service = _service(landing_zone, warehouse, project_dir, target, retention_days, as_json)
-    _report(service.ingest_only(), as_json)
+    service = _service(landing_zone, warehouse, project_dir, target, retention_days,
+                       lock_timeout, as_json)
+    _report(service.ingest_only(tables), as_json)
 
 
 def _report(statuses: Sequence[TableStatus], as_json: bool) -> None:
@@ -105,6 +116,49 @@ def table_status(warehouse: Path, as_json: bool) -> None:
     records, partner = list(monitor.read_monitor(layout).values()), monitor.read_partner(layout)
     click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
     sys.exit(1 if any(record.status == "failed" for record in records) else 0)
+
+
+@cli.command(name="inspect")
+@click.argument("table", required=False)
+@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--history", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many recent commits to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per table.")
+def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bool) -> None:
+    """Protocol, table features, properties and recent history of TABLE (`Schema.Table`,
+    `Table` for dbo, or a staging/control table), or of every table, from the Delta log."""
+    from lakemirror.cli.inspect import inspect_json, inspect_text, table_logs
+
+    logs = table_logs(warehouse, table, history=history)
+    click.echo(inspect_json(logs) if as_json else inspect_text(logs))
+
+
+@cli.command()
+@click.option("--readers", default=None,
+              help="Comma-separated reader profiles, e.g. delta-2.2,dbr-12.2,delta-rs; "
+                   "without it, list the known profiles.")
+@click.option("--warehouse", type=PATH, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:
+    """Which named readers can no longer read or write each table, and which feature is why.
+
+    Exit code 1 when a table is unreadable for a named reader (unwritable alone: 0).
+    """
+    from lakemirror.cli import inspect as report
+    from lakemirror.delta import PROFILES, profiles_named
+
+    if readers is None:
+        profiles = list(PROFILES.values())
+        click.echo(report.profiles_json(profiles) if as_json else report.profiles_text(profiles))
+        return
+    if warehouse is None:
+        raise ConfigError("doctor --readers needs the warehouse",
+                          hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
+    results = report.doctor(warehouse, profiles_named(readers))
+    click.echo(report.doctor_json(results) if as_json else report.doctor_text(results))
+    sys.exit(1 if any(result.unreadable for result in results) else 0)
 
 
 @cli.command()
@@ -154,12 +208,13 @@ def status() -> None:
 
 
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-             retention_days: float, quiet: bool) -> MirrorService:
+             retention_days: float, lock_timeout: float, quiet: bool) -> MirrorService:
     from lakemirror.service import PROJECT_DIR, MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
-                         progress=progress, quiet=quiet, retention_days=retention_days)
+                         progress=progress, quiet=quiet, retention_days=retention_days,
+                         lock_timeout=lock_timeout)
 
 
 def main() -> None:

@@ -86,10 +86,11 @@ models:
 
 
 def write_model(project_dir: Path, model: MirrorModel) -> dict[Path, Outcome]:
-    """Write the model's SQL and yml files under models/mirror/<schema>/."""
+    """Write the model's yml, then its SQL, under models/mirror/<schema>/: a dbt run parsing
+    the project meanwhile may see the yml alone (a warning), never the SQL without its source."""
     sql, yml = _model_paths(project_dir, model.schema, model.table)
-    return {sql: _write_generated(sql, model.sql(), "--"),
-            yml: _write_generated(yml, model.yml(), "#")}
+    outcomes = {yml: _write_generated(yml, model.yml(), "#")}
+    return {sql: _write_generated(sql, model.sql(), "--")} | outcomes
 
 
 def retire_model(project_dir: Path, schema: str, table: str) -> dict[Path, Outcome]:

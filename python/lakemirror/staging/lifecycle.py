@@ -4,12 +4,14 @@ them: the mirrored table, its batch bookkeeping, its registry rows and its stagi
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from deltalake import DeltaTable
 
+from lakemirror.conflicts import retry_on_conflict
 from lakemirror.landing import LandingTable
 from lakemirror.landing.incarnation import read_incarnation
 from lakemirror.staging.ingest import StagingTable
@@ -56,14 +58,17 @@ def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
             for table in sorted(schema.iterdir()) if table.is_dir()]
 
 
-def drop_table_data(warehouse: Warehouse, retirement: Retirement) -> None:
+def drop_table_data(warehouse: Warehouse, retirement: Retirement, *,
+                    progress: Callable[[str], None] = lambda message: None) -> None:
     """Delete the table's data. Staging goes last: while it exists the table counts as staged,
-    so a crash midway only means the next run drops the table again."""
+    so a crash midway only means the next run drops the table again. The bookkeeping delete
+    is retried when dbt hooks of another run append batches meanwhile (a commit conflict)."""
     schema, name = retirement.schema, retirement.table
     _remove(warehouse.mirrored_path(schema, name))
     batches = str(warehouse.control_path("mirror_batches"))
     if DeltaTable.is_deltatable(batches):
-        DeltaTable(batches).delete(f"relation_name = '{schema}.{name}'")
+        retry_on_conflict(lambda: DeltaTable(batches).delete(f"relation_name = '{schema}.{name}'"),
+                          what=f"forget the batches of {schema}.{name}", progress=progress)
     _remove(warehouse.staging_path(schema, name))
     register_relations(warehouse, [])  # forgets tables whose folders are gone
 

@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.lock import control_lock
 
 REGISTRY_SCHEMA = pa.schema([
     pa.field("schema_name", pa.string()),
@@ -17,21 +18,28 @@ REGISTRY_SCHEMA = pa.schema([
 
 
 def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str]]) -> None:
-    """Add (schema, table, location) rows the registry lacks; drop rows whose table is gone."""
+    """Add (schema, table, location) rows the registry lacks; drop rows whose table is gone.
+    Other lakemirror runs wait (control lock); rows dbt appends meanwhile survive the rewrite,
+    which replaces only the files of the version it read."""
     path = str(warehouse.relations_path)
-    if not DeltaTable.is_deltatable(path):
-        write_deltalake(path, _rows(relations), mode="append")
-        return
-    current = DeltaTable(path).to_pyarrow_table()
+    with control_lock(warehouse.root):
+        if not DeltaTable.is_deltatable(path):
+            write_deltalake(path, _rows(relations), mode="append")
+            return
+        _register(DeltaTable(path), relations)
+
+
+def _register(registry: DeltaTable, relations: list[tuple[str, str, str]]) -> None:
+    current = registry.to_pyarrow_table()
     locations = current["location"].to_pylist()
     gone = [location for location in set(locations) if not DeltaTable.is_deltatable(location)]
     if gone:
         current = current.filter(pc.invert(pc.is_in(current["location"], pa.array(gone))))
-        write_deltalake(path, current.cast(REGISTRY_SCHEMA), mode="overwrite")
+        write_deltalake(registry, current.cast(REGISTRY_SCHEMA), mode="overwrite")
     known = set(zip(current["schema_name"].to_pylist(), current["table_name"].to_pylist()))
     new = [row for row in dict.fromkeys(relations) if (row[0], row[1]) not in known]
     if new:
-        write_deltalake(path, _rows(new), mode="append")
+        write_deltalake(registry, _rows(new), mode="append")
 
 
 def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:
