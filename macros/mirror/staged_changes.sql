@@ -20,12 +20,22 @@
     {%- set changes = lakemirror._applicable_changes(
         staging, claimed, keys, config.get('conditional_update_column')) -%}
     {%- if is_incremental() -%}
-        select * from {{ changes }} as changes
-        where
-            _lm_position > (
-                select coalesce(max(batch_end), 0) from {{ batches }}
-                where relation_name = '{{ relation_name }}' and kind = 'applied'
-            )
+        {%- set batch -%}
+        (
+            select * from {{ changes }} as changes
+            where
+                _lm_position > (
+                    select coalesce(max(batch_end), 0) from {{ batches }}
+                    where relation_name = '{{ relation_name }}' and kind = 'applied'
+                )
+        )
+        {%- endset -%}
+        {%- if keys -%}
+            {{ lakemirror._unsuperseded_changes(batch, staging, claimed, keys,
+                                                config.get('conditional_update_column')) }}
+        {%- else -%}
+            select * from {{ batch }} as batch
+        {%- endif -%}
     {%- else -%}
         {%- set data_columns = lakemirror._data_columns(staging) -%}
         select

@@ -358,3 +358,45 @@ def test_parallel_runs_on_the_same_tables_end_equal_to_the_reference(zone, tmp_p
     assert "waiting for dbo.t" in logs[1], logs
     for folder, changes in files.items():
         assert mirrored_rows(tmp_path / "wh", "dbo", folder.lower()) == _expected(changes)
+
+
+@pytest.mark.slow
+def test_a_stale_batch_applied_after_a_newer_one_brings_no_row_back(zone, service):
+    """Job A applies files 2-3 but has not recorded them yet when job B, which claimed only
+    file 2, applies its batch: B must neither bring back the row file 3 deleted nor add a
+    second row for the key file 3 updated."""
+    M = ROW_MARKER
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+    files = [
+        [{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}],
+        [{"id": 3, "v": "c", M: 0}, {"id": 1, "v": "a2", M: 1}],
+        [{"id": 3, "v": None, M: 2}, {"id": 1, "v": "a3", M: 1}],
+    ]
+    zone.table("T", ["id"])
+    zone.write("T", 1, files[0], schema)
+    assert service.run()[0].status == "replicating"
+    zone.write("T", 2, files[1], schema)
+    service.ingest_only()
+    staging = DeltaTable(str(service.warehouse / "_lakemirror" / "staging" / "dbo" / "t"))
+    file_2_end = max(staging.to_pyarrow_table(columns=["_lm_position"]).column(0).to_pylist())
+    zone.write("T", 3, files[2], schema)
+    service.ingest_only()
+
+    project = service.project_dir / "dbt_project.yml"
+    original = project.read_text()
+    record_hook = '      +post-hook: "{{ lakemirror.record_mirror_batch() }}"\n'
+    assert record_hook in original
+    project.write_text(original.replace(record_hook, ""))
+    assert not [node for node in service._dbt("run") if node.failed]  # job A, unrecorded
+    project.write_text(original)
+    (service.project_dir / "macros" / "stale_claim.sql").write_text(
+        "{% macro spark__claim_mirror_batch() %}"
+        "insert into {{ lakemirror._mirror_batches_table() }} select "
+        "'{{ this.schema }}.{{ this.identifier }}', '{{ invocation_id }}', 'claimed', "
+        f"{file_2_end}, cast(current_timestamp() as string)"
+        "{% endmacro %}")
+    assert not [node for node in service._dbt("run") if node.failed]  # job B, file 2 only
+
+    expected = apply_changes(files, ["id"])
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
+        [{"id": row["id"], "v": row["v"]} for row in expected])

@@ -86,7 +86,7 @@ def test_inspect_json_lists_every_table_grouped_by_kind(warehouse):
     assert (cdf["min_reader_version"], cdf["min_writer_version"]) == (1, 4)
     assert "changeDataFeed" in cdf["writer_features"]
     assert cdf["properties"] == {"delta.enableChangeDataFeed": "true"}
-    assert cdf["isolation_level"] == "WriteSerializable"
+    assert cdf["isolation_level"] is None
     mapped = by_name["sales.mapped"]
     assert (mapped["min_reader_version"], mapped["reader_features"]) == (2, ["columnMapping"])
     dv = by_name["dbo.dv"]
@@ -113,7 +113,7 @@ def test_inspect_text_is_a_block_per_table(warehouse):
     assert "== model tables ==" in result.output
     assert "protocol    reader 3, writer 7" in result.output
     assert "read: deletionVectors" in result.output
-    assert "WriteSerializable (default)" in result.output
+    assert "isolation   not set: the engine's default (Serializable on Delta Lake" in result.output
     assert "ADD FEATURE" in result.output
 
 

@@ -19,7 +19,7 @@ from lakemirror.delta import (
     read_log,
     select_table,
 )
-from lakemirror.delta.log import ISOLATION_LEVEL
+from lakemirror.delta.log import ISOLATION_LEVEL, UNSET_ISOLATION_LEVEL
 from lakemirror.errors import ConfigError
 from lakemirror.staging import Warehouse
 
@@ -131,7 +131,7 @@ def _log_json(log: TableLog) -> dict[str, Any]:
 
 def _log_text(log: TableLog) -> list[str]:
     protocol = log.protocol
-    isolation = log.isolation_level + ("" if ISOLATION_LEVEL in log.properties else " (default)")
+    isolation = log.isolation_level or UNSET_ISOLATION_LEVEL
     properties = [f"{key}={value}" for key, value in sorted(log.properties.items())
                   if key != ISOLATION_LEVEL]
     lines = [

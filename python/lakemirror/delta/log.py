@@ -18,7 +18,8 @@ TableKind = Literal["mirrored", "model", "staging", "control"]
 KINDS: tuple[TableKind, ...] = ("mirrored", "model", "staging", "control")
 
 ISOLATION_LEVEL = "delta.isolationLevel"
-DEFAULT_ISOLATION_LEVEL = "WriteSerializable"
+UNSET_ISOLATION_LEVEL = ("not set: the engine's default (Serializable on Delta Lake and the "
+                         "embedded engine, WriteSerializable on Databricks)")
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ class TableLog:
     history: tuple[Commit, ...]
 
     @property
-    def isolation_level(self) -> str:
-        return self.properties.get(ISOLATION_LEVEL, DEFAULT_ISOLATION_LEVEL)
+    def isolation_level(self) -> str | None:
+        return self.properties.get(ISOLATION_LEVEL)
 
 
 def find_tables(warehouse: Warehouse) -> list[WarehouseTable]:
