@@ -278,3 +278,44 @@ def test_the_macros_and_inspect_share_one_feature_catalog(tmp_path, capsys):
                        "writer": feature.min_writer_version, "property": feature.property,
                        "value": feature.property_value, "droppable": feature.droppable}
         for feature in FEATURES}
+
+
+OWN_MODEL = """{{{{ config(materialized='{materialized}', unique_key='id',
+    isolation_level='Serializable', delta_features=['checkConstraints'],
+    tblproperties={{'team.owner': '{owner}'}}) }}}}
+select 1 as id, 'x' as v
+"""
+
+
+def test_your_own_table_and_incremental_models_take_the_settings(tmp_path):
+    _, service = mirror_setup(tmp_path)
+    models = service.project_dir / "models" / "own"
+    models.mkdir(parents=True)
+
+    def build(owner):
+        for materialized in ("table", "incremental"):
+            (models / f"own_{materialized}.sql").write_text(
+                OWN_MODEL.format(materialized=materialized, owner=owner))
+        results = service._dbt("run", "--select", "own_table", "own_incremental")
+        assert not [node.message for node in results if node.failed]
+
+    def log(materialized):
+        return log_of(service, f"own_{materialized}", schema="analytics")
+
+    build("sales")
+    build("sales")
+    for materialized in ("table", "incremental"):  # a replace, an append: no metadata commit
+        state = log(materialized)
+        assert state["operations"] == ["CREATE TABLE", "WRITE"], materialized
+        assert "checkConstraints" in state["features"]
+        assert state["configuration"]["team.owner"] == "sales"
+        assert state["configuration"]["delta.isolationLevel"] == "Serializable"
+
+    build("finance")
+    for materialized in ("table", "incremental"):
+        state = log(materialized)
+        assert state["configuration"]["team.owner"] == "finance"
+    # A kept table is updated before the run's data, a replaced one after its replace.
+    assert log("incremental")["operations"] == ["CREATE TABLE", "WRITE", "SET TBLPROPERTIES",
+                                                "WRITE"]
+    assert log("table")["operations"] == ["CREATE TABLE", "WRITE", "WRITE", "SET TBLPROPERTIES"]
