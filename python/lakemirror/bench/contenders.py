@@ -1,0 +1,89 @@
+"""The contenders of `lakemirror bench`, each run in its own process so its time and peak memory
+are its own: `python -m lakemirror.bench.contenders NAME ZONE OUT`.
+
+Every contender mirrors every table folder of the landing zone ZONE into OUT and prints the
+paths of the final tables as JSON: {"dbo.bench1": path, ...}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from lakemirror.bench.deltars_direct import run_deltars
+from lakemirror.bench.floor import run_floor
+
+PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles")
+DELTA_JARS = "LAKEMIRROR_DELTA_JARS"
+
+
+def table_folders(zone: Path) -> list[Path]:
+    return sorted(path for path in zone.iterdir() if (path / "_metadata.json").is_file())
+
+
+def _per_table(run: Callable[[Path, Path], Path]) -> Callable[[Path, Path], dict[str, str]]:
+    def contender(zone: Path, out: Path) -> dict[str, str]:
+        return {f"dbo.{folder.name.lower()}": str(run(folder, out / folder.name))
+                for folder in table_folders(zone)}
+    return contender
+
+
+def run_lakemirror(zone: Path, out: Path, target: str = "embedded") -> dict[str, str]:
+    """`lakemirror run` on the zone with a private copy of the dbt project."""
+    from lakemirror.service import MirrorService
+
+    service = MirrorService(zone, out / "warehouse", private_project(out / "project"),
+                            target=target, quiet=True)
+    failed = [status for status in service.run() if status.status != "replicating"]
+    if failed:
+        raise RuntimeError(f"lakemirror left {failed[0].schema}.{failed[0].table} "
+                           f"{failed[0].status}: {failed[0].error}")
+    return {f"dbo.{folder.name.lower()}": str(service.layout.mirrored_path("dbo",
+                                                                            folder.name.lower()))
+            for folder in table_folders(zone)}
+
+
+def private_project(project: Path) -> Path:
+    """A copy of lakemirror's dbt project at `project`, so generated models stay out of it."""
+    from lakemirror.service import PROJECT_DIR
+
+    project.mkdir(parents=True, exist_ok=True)
+    for item in PROJECT_ITEMS:
+        source = PROJECT_DIR / item
+        if source.is_dir():
+            shutil.copytree(source, project / item)
+        else:
+            shutil.copy(source, project / item)
+    return project
+
+
+def run_spark(zone: Path, out: Path) -> dict[str, str]:
+    return run_lakemirror(zone, out, target="spark")
+
+
+CONTENDERS: dict[str, Callable[[Path, Path], dict[str, str]]] = {
+    "lakemirror": run_lakemirror,
+    "delta-rs": _per_table(run_deltars),
+    "floor": _per_table(run_floor),
+    "spark": run_spark,
+}
+
+
+def skip_reason(name: str) -> str | None:
+    """Why a contender cannot run on this machine, or None."""
+    if name == "spark" and not os.environ.get(DELTA_JARS):
+        return f"{DELTA_JARS} is not set (Delta's jars come only from Maven)"
+    return None
+
+
+def main() -> None:
+    name, zone, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    print(json.dumps(CONTENDERS[name](zone, out)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""`lakemirror bench` output: a table for people, JSON for machines."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from lakemirror.bench.runner import BenchResult
+
+RATIOS = (("lakemirror", "delta-rs"), ("lakemirror", "floor"))
+
+
+def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
+    spec = asdict(result.spec)
+    spec["op_mix"] = dict(result.spec.op_mix)
+    return json.dumps({
+        "spec": spec,
+        "change_rows": result.change_rows,
+        "contenders": [asdict(contender) for contender in result.contenders],
+        "ratios": {f"{name}/{other}": result.ratio(name, other) for name, other in RATIOS},
+        **extra,
+    }, indent=2)
+
+
+def bench_text(result: BenchResult) -> str:
+    spec = result.spec
+    lines = [f"{spec.tables} table(s) x {spec.table_rows:,} rows, {spec.files} files x "
+             f"{spec.changes_per_file:,} changes; {result.change_rows:,} rows applied "
+             f"(seed {spec.seed})",
+             "",
+             f"{'contender':<12}{'seconds':>9}{'rows/s':>12}{'peak RSS MB':>13}  result"]
+    for contender in result.contenders:
+        seconds = f"{contender.seconds:.2f}" if contender.seconds is not None else "-"
+        rate = (f"{contender.rows_per_second:,.0f}"
+                if contender.rows_per_second is not None else "-")
+        rss = f"{contender.peak_rss_mb:,.0f}" if contender.peak_rss_mb is not None else "-"
+        lines.append(f"{contender.name:<12}{seconds:>9}{rate:>12}{rss:>13}  {contender.message}")
+    lines.append("")
+    for name, other in RATIOS:
+        ratio = result.ratio(name, other)
+        lines.append(f"{name}/{other} time: " + (f"{ratio:.2f}" if ratio else "-"))
+    return "\n".join(lines)
