@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from lakemirror.bench.runner import BenchResult
@@ -12,7 +12,7 @@ RATIOS = (("lakemirror", "delta-rs"), ("lakemirror", "floor"))
 
 
 def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
-    spec = asdict(result.spec)
+    spec = {field.name: getattr(result.spec, field.name) for field in fields(result.spec)}
     spec["op_mix"] = dict(result.spec.op_mix)
     return json.dumps({
         "spec": spec,
