@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lakemirror.errors import ConfigError
+from lakemirror.parsed_projects import parsed_manifest
 
 
 @dataclass(frozen=True)
@@ -28,19 +29,27 @@ class NodeResult:
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
                env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
-               extra_args: tuple[str, ...] = ()) -> list[NodeResult]:
-    """Run `dbt <command>` and return per-node results; raises only if dbt could not start."""
+               extra_args: tuple[str, ...] = (), warm: bool = False
+               ) -> list[NodeResult]:
+    """Run `dbt <command>` and return per-node results; raises only if dbt could not start.
+    `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
+    reused while no project file changes, and the engine session between invocations."""
     from dbt.cli.main import dbtRunner
 
-    args = [command, "--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
-            "--target", target, "--vars", json.dumps(dict(dbt_vars or {})), *extra_args]
+    project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
+               "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
     with _environment(env):
         try:
-            outcome = dbtRunner(callbacks=[_operation_error_collector(operation_errors)]
-                                ).invoke(args)
+            manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
+                                        (*project, *sorted(f"{k}={v}" for k, v in env.items())))
+                        if warm else None)
+            outcome = dbtRunner(manifest=manifest,
+                                callbacks=[_operation_error_collector(operation_errors)]
+                                ).invoke([command, *project, *extra_args])
         finally:
-            _close_connect_sessions()
+            if not warm:
+                _close_connect_sessions()
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint="check the dbt project, profiles and target")

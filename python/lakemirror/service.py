@@ -55,6 +55,7 @@ class MirrorService:
     retention_days: float = DEFAULT_RETENTION_DAYS
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     backoff: Backoff = field(default_factory=Backoff)
+    warm: bool = False
     progress: Callable[[str], None] = lambda message: None
 
     def __post_init__(self) -> None:
@@ -232,7 +233,8 @@ class MirrorService:
                     "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         return dbt_invoke(command, self.project_dir, profiles_dir=self.project_dir / "profiles",
                           target=self.target, env=env, dbt_vars=self.dbt_vars,
-                          extra_args=(*args, *(("--log-level", "none") if self.quiet else ())))
+                          extra_args=(*args, *(("--log-level", "none") if self.quiet else ())),
+                          warm=self.warm)
 
     def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,9 +15,13 @@ from pathlib import Path
 from lakemirror.bench.contenders import private_project
 from lakemirror.bench.generator import generate_zone
 from lakemirror.bench.spec import BenchSpec
+from lakemirror.status import TableStatus
+from lakemirror.watch import watch
 
 CHANGES_PER_FILE = 1_000
 SAMPLES = 3
+POLL_SECONDS = 0.05
+TIMEOUT_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,9 @@ class Freshness:
 
 def measure_freshness(directory: Path, spec: BenchSpec,
                       progress: Callable[[str], None]) -> Freshness:
-    """Mirror the initial load, then land SAMPLES files of CHANGES_PER_FILE changes one at a
-    time and time each from landing to the commit that makes it visible."""
+    """With `lakemirror run --watch`'s loop running, land SAMPLES files of CHANGES_PER_FILE
+    changes one at a time into a table of `spec.table_rows` rows and time each from landing to
+    the commit that makes it visible in the mirrored table."""
     from deltalake import DeltaTable
 
     from lakemirror.service import MirrorService
@@ -55,16 +61,30 @@ def measure_freshness(directory: Path, spec: BenchSpec,
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
                             private_project(directory / "project"), quiet=True)
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
-    service.run()
     mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
-    seconds = []
-    for path in changes:
-        version = DeltaTable(mirrored).version()
-        started = time.perf_counter()
-        (pending / path.name).rename(path)
-        service.run()
-        if DeltaTable(mirrored).version() <= version:
-            raise RuntimeError(f"freshness: {path.name} was not applied to {mirrored}")
-        seconds.append(time.perf_counter() - started)
-        progress(f"freshness: {path.name} visible after {seconds[-1]:.2f} s")
+    stop, runs = threading.Event(), list[list[TableStatus]]()
+    watcher = threading.Thread(target=watch, args=(service, POLL_SECONDS, stop, runs.append))
+    watcher.start()
+    try:
+        _wait_for(lambda: len(runs) > 0, f"the initial load of {mirrored}")
+        seconds = []
+        for path in changes:
+            version, finished_runs = DeltaTable(mirrored).version(), len(runs)
+            started = time.perf_counter()
+            (pending / path.name).rename(path)
+            _wait_for(lambda: DeltaTable(mirrored).version() > version, f"{path.name}")
+            seconds.append(time.perf_counter() - started)
+            progress(f"freshness: {path.name} visible after {seconds[-1]:.2f} s")
+            _wait_for(lambda: len(runs) > finished_runs, "the watch loop's run to finish")
+    finally:
+        stop.set()
+        watcher.join()
     return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds))
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.perf_counter() + TIMEOUT_SECONDS
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"freshness: gave up waiting for {what}")
+        time.sleep(0.01)

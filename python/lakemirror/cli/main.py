@@ -73,16 +73,39 @@ def mirror_options(command: Command) -> Command:
 
 @cli.command()
 @mirror_options
+@click.option("--watch", "watch_interval", type=click.FloatRange(min=0.05), default=None,
+              metavar="SECONDS", help="Keep running: check the zone every SECONDS and mirror "
+                                      "again when a file lands (warm engine, parsed project).")
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
-        as_json: bool) -> None:
+        as_json: bool, watch_interval: float | None) -> None:
     """Ingest new files, generate models for new tables, run `dbt build`, print the status.
 
     Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
     """
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
                        lock_timeout, as_json)
-    _report(service.run(tables), as_json)
+    if watch_interval is None:
+        _report(service.run(tables), as_json)
+    else:
+        _watch(service, watch_interval, tables, as_json)
+
+
+def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
+           as_json: bool) -> None:
+    """Mirror again whenever the zone changes, until interrupted (exit code 0)."""
+    import threading
+
+    from lakemirror.status import to_json, to_text
+    from lakemirror.watch import watch
+
+    click.echo(f"watching {service.landing_zone} every {interval:g} s; Ctrl-C stops", err=True)
+    try:
+        watch(service, interval, threading.Event(),
+              lambda statuses: click.echo(to_json(statuses) if as_json else to_text(statuses)),
+              tables)
+    except KeyboardInterrupt:
+        sys.exit(0)
 
 
 @cli.command()

@@ -1,0 +1,72 @@
+"""`lakemirror run --watch`: a warm process mirrors each file as it lands; Ctrl-C stops it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.watch import zone_signature
+
+from conftest import Zone, as_multiset, copy_project, mirrored_rows
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+
+
+def test_signature_changes_when_a_file_lands_but_not_for_processed_files(tmp_path):
+    zone = Zone(tmp_path / "LandingZone")
+    zone.table("T", ["id"])
+    zone.table("Sales.schema/Orders", ["id"])
+    (zone.root / "T" / "_lakemirror.json").write_text("{}")  # lakemirror's own mark
+    before = zone_signature(zone.root)
+    zone.write("Sales.schema/Orders", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    landed = zone_signature(zone.root)
+    assert landed != before
+    processed = zone.root / "T" / "_ProcessedFiles"
+    processed.mkdir()
+    (processed / "00000000000000000001.parquet").write_bytes(b"old")
+    assert zone_signature(zone.root) == landed
+
+
+def wait_for(condition, seconds=90):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path):
+    zone = Zone(tmp_path / "LandingZone")
+    zone.table("T", ["id"])
+    files = [[{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}],
+             [{"id": 1, "v": "a2", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 3, "v": "c", M: 0}]]
+    zone.write("T", 1, files[0], SCHEMA)
+    warehouse, project = tmp_path / "warehouse", copy_project(tmp_path / "project")
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lakemirror"), "run", "--watch", "0.1", "--json",
+         "--landing-zone", str(zone.root), "--warehouse", str(warehouse),
+         "--project-dir", str(project)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home")})
+    try:
+        table = warehouse / "dbo" / "t"
+        wait_for(lambda: DeltaTable.is_deltatable(str(table)))
+        version = DeltaTable(str(table)).version()
+        zone.write("T", 2, files[1], SCHEMA)
+        wait_for(lambda: DeltaTable(str(table)).version() > version)
+        assert mirrored_rows(warehouse, "dbo", "t") == as_multiset(
+            [{"id": r["id"], "v": r["v"]} for r in apply_changes(files, ["id"])])
+    finally:
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert output.count('"tables"') >= 2  # one status report per run
