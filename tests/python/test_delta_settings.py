@@ -230,8 +230,8 @@ def test_delta_state_is_read_from_commits_or_from_the_last_checkpoint(tmp_path, 
     paths = {name: tmp_path / name for name in ("commits", "checkpointed")}
     for name, path in paths.items():
         write_deltalake(str(path), data, configuration={"delta.appendOnly": "false"})
-        DeltaTable(str(path)).alter.set_table_properties({"delta.appendOnly": "true",
-                                                          "delta.logRetentionDuration": "interval 9 days"})
+        DeltaTable(str(path)).alter.set_table_properties(
+            {"delta.appendOnly": "true", "delta.logRetentionDuration": "interval 9 days"})
         DeltaTable(str(path)).alter.add_feature(TableFeatures.TimestampWithoutTimezone,
                                                 allow_protocol_versions_increase=True)
         write_deltalake(str(path), data, mode="append")
@@ -271,7 +271,8 @@ def test_the_macros_and_inspect_share_one_feature_catalog(tmp_path, capsys):
     from lakemirror.delta.features import FEATURES
 
     _, service = mirror_setup(tmp_path)
-    printed = run_macro(service, capsys, "{% do print(tojson(lakemirror.delta_feature_catalog())) %}")
+    printed = run_macro(service, capsys,
+                        "{% do print(tojson(lakemirror.delta_feature_catalog())) %}")
     [line] = re.findall(r"^\{.*\}$", printed, re.MULTILINE)
     assert json.loads(line) == {
         feature.name: {"kind": feature.kind, "reader": feature.min_reader_version,

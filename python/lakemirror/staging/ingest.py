@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
 from lakemirror.errors import (
     FileNameError,
@@ -37,6 +37,7 @@ from lakemirror.landing import (
     open_change_file,
     read_metadata,
 )
+from lakemirror.landing.changes import BATCH_ROWS
 from lakemirror.landing.discovery import NAME
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
@@ -47,6 +48,9 @@ SEQUENCE_KEY = "lakemirror.sequence"
 FILE_KEY = "lakemirror.file"
 KEYS_KEY = "lakemirror.keyColumns"
 INCARNATION_KEY = "lakemirror.incarnation"
+# Row groups of one read batch: delta-rs then never buffers more than that per open file, so
+# staging a file of any size stays within a bounded memory.
+STAGING_WRITER = WriterProperties(max_row_group_size=BATCH_ROWS)
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -206,6 +210,7 @@ class StagingTable:
             "overwrite" if plan.widened else "merge" if plan.added else None)
         try:
             write_deltalake(self.path, reader, mode=mode, schema_mode=schema_mode,
+                            writer_properties=STAGING_WRITER,
                             commit_properties=CommitProperties(custom_metadata=metadata))
         except Exception as error:  # delta-rs raises plain Exception for schema errors
             if failure:
