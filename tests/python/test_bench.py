@@ -43,7 +43,7 @@ def test_plot_draws_a_png_from_a_sweep(tmp_path):
                    "--dir", str(tmp_path / "run"))
     assert result.exit_code == 0, result.output
     sweeps = json.loads(result.output)["plot"]
-    assert [size for size, _ in sweeps["table rows"]["floor"]] == [1250, 2500, 5000]
+    assert [size for size, _ in sweeps["table rows"]["floor"]] == [2500, 5000, 7500]
     assert [size for size, _ in sweeps["changes per file"]["floor"]] == [250, 500, 1000]
     assert plot.read_bytes().startswith(b"\x89PNG")
 
