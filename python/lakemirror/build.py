@@ -39,6 +39,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
+    if not warm:
+        _close_connect_sessions()  # one a warm caller left open would leak its catalog state
     with _environment(env):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
