@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 from lakemirror.build import NodeResult, dbt_invoke
 from lakemirror.codegen import MIRROR_FOLDER, MirrorModel, retire_model, write_model
 from lakemirror.conflicts import Backoff, classify_conflict
+from lakemirror.delta.rows import table_row_count
 from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
 from lakemirror.errors import ConfigError, EngineError, LandingZoneError
 from lakemirror.landing import LandingTable, discover_tables
@@ -24,7 +25,6 @@ from lakemirror.monitor import (
     record_partner_events,
     write_monitor,
 )
-from lakemirror.row_count import table_row_count
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,

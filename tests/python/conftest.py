@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from lakemirror.bench.contenders import private_project
 from lakemirror.landing import sequence_file_name
 from lakemirror.service import MirrorService
 
@@ -22,14 +22,7 @@ PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds
 
 def copy_project(destination: Path) -> Path:
     """A fresh copy of the lakemirror dbt project without generated mirror models."""
-    for item in PROJECT_ITEMS:
-        source, target = REPO / item, destination / item
-        if source.is_dir():
-            shutil.copytree(source, target)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source, target)
-    return destination
+    return private_project(destination, PROJECT_ITEMS)
 
 
 class Zone:

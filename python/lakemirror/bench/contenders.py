@@ -47,12 +47,13 @@ def run_lakemirror(zone: Path, out: Path, target: str = "embedded") -> dict[str,
             for folder in table_folders(zone)}
 
 
-def private_project(project: Path) -> Path:
-    """A copy of lakemirror's dbt project at `project`, so generated models stay out of it."""
+def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS) -> Path:
+    """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
+    out of the project itself."""
     from lakemirror.service import PROJECT_DIR
 
     project.mkdir(parents=True, exist_ok=True)
-    for item in PROJECT_ITEMS:
+    for item in items:
         source = PROJECT_DIR / item
         if source.is_dir():
             shutil.copytree(source, project / item)

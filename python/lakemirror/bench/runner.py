@@ -21,6 +21,7 @@ from lakemirror.bench.generator import GeneratedTable, generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verify import verify
+from lakemirror.delta.rows import read_table
 
 VERIFY_SAMPLE = 1_000
 
@@ -110,16 +111,5 @@ def _measure(command: list[str], workdir: Path) -> tuple[float, float, str | Non
 
 
 def read_final_table(path: Path) -> pa.Table:
-    """A contender's final table: a Parquet file, or a Delta table (read with delta-rs's SQL
-    engine when its features keep the Arrow reader out)."""
-    if path.suffix == ".parquet":
-        return pq.read_table(path)
-    from deltalake import DeltaTable, QueryBuilder
-    from deltalake.exceptions import DeltaProtocolError
-
-    table = DeltaTable(str(path))
-    try:
-        return table.to_pyarrow_table()
-    except DeltaProtocolError:
-        return pa.table(QueryBuilder().register("final", table).execute(
-            "select * from final").read_all())
+    """A contender's final table: a Parquet file or a Delta table."""
+    return pq.read_table(path) if path.suffix == ".parquet" else read_table(path)

@@ -63,7 +63,7 @@ def find_tables(warehouse: Warehouse) -> list[WarehouseTable]:
         tables.append(WarehouseTable(kind, f"{schema}.{table}", path))
     tables += [WarehouseTable("staging", f"{STAGING_SCHEMA}.{staging_table_name(schema, table)}",
                               path) for schema, table, path in _two_levels(warehouse.staging_root)]
-    control_root = warehouse.relations_path.parent
+    control_root = warehouse.control_root
     if control_root.is_dir():
         tables += [WarehouseTable("control", f"{CONTROL_SCHEMA}.{path.name}", path)
                    for path in control_root.iterdir() if _is_delta(path)]

@@ -31,8 +31,12 @@ class Warehouse:
     def staging_path(self, schema: str, table: str) -> Path:
         return self.staging_root / schema / table
 
+    @property
+    def control_root(self) -> Path:
+        return self.root / "_lakemirror" / "control"
+
     def control_path(self, name: str) -> Path:
-        return self.root / "_lakemirror" / "control" / name
+        return self.control_root / name
 
     @property
     def relations_path(self) -> Path:
