@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ class NodeResult:
     unique_id: str
     status: str
     message: str | None
+    depends_on: tuple[str, ...] = ()
+    completed_at: float | None = None  # seconds since the epoch
 
     @property
     def failed(self) -> bool:
@@ -40,7 +43,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
     if not warm:
-        _close_connect_sessions()  # one a warm caller left open would leak its catalog state
+        close_connect_sessions()  # one a warm caller left open would leak its catalog state
     with _environment(env):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
@@ -51,7 +54,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                                 ).invoke([command, *project, *extra_args])
         finally:
             if not warm:
-                _close_connect_sessions()
+                close_connect_sessions()
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint="check the dbt project, profiles and target")
@@ -59,7 +62,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
         raise ConfigError(f"dbt {command} failed before running any node",
                           hint="run dbt with --debug to see why")
     return [NodeResult(_unique_id(result), str(result.status),
-                       result.message or _operation_error(result, operation_errors))
+                       result.message or _operation_error(result, operation_errors),
+                       _depends_on(result), _completed_at(result))
             for result in outcome.result.results]
 
 
@@ -82,6 +86,19 @@ def _unique_id(result: Any) -> str:
     return str(node.unique_id if node is not None else result.unique_id)
 
 
+def _depends_on(result: Any) -> tuple[str, ...]:
+    """The nodes a result's node depends on (a test: the model it tests)."""
+    node = getattr(result, "node", None)
+    depends_on = getattr(node, "depends_on", None)
+    return tuple(getattr(depends_on, "nodes", None) or ())
+
+
+def _completed_at(result: Any) -> float | None:
+    timings = [timing.completed_at for timing in getattr(result, "timing", None) or ()
+               if getattr(timing, "completed_at", None) is not None]
+    return max(timings).replace(tzinfo=timezone.utc).timestamp() if timings else None  # naive UTC
+
+
 @contextmanager
 def _environment(env: Mapping[str, str]) -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in env}
@@ -96,7 +113,7 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _close_connect_sessions() -> None:
+def close_connect_sessions() -> None:
     """End dbt's Spark Connect session: the next invocation starts clean, like a new process."""
     from pyspark.sql.connect.session import SparkSession
 

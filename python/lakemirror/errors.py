@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lakemirror.build import NodeResult
+
 
 class LakemirrorError(Exception):
     """Base error; the CLI turns it into a clean message and an exit code."""
@@ -75,3 +81,18 @@ class LockTimeoutError(LakemirrorError):
     """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
 
     exit_code = 2
+
+
+class CorruptTableError(LakemirrorError):
+    """A Delta table lakemirror owns has a damaged log; it is never read around."""
+
+
+class EngineCrashError(EngineError):
+    """The engine died or stopped answering while it worked on a run's tables; `nodes` are
+    the dbt results of that invocation, `at` when the engine was lost (seconds since epoch)."""
+
+    def __init__(self, message: str, *, nodes: Sequence[NodeResult] = (),
+                 at: float | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.nodes = list(nodes)
+        self.at = at

@@ -62,7 +62,6 @@ PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.st
 def monitor_record(result: IngestResult, status: TableStatus, previous: TableMonitor | None,
                    applied_position: int, *, applied_now: bool) -> TableMonitor:
     """This run's monitoring record of one table, accumulating the previous record's counts."""
-    failed_in_dbt = status.status == "failed" and result.status != "failed"
     synced = applied_now and status.status != "failed" and status.rows is not None
     return TableMonitor(
         schema=status.schema, table=status.table, status=status.status,
@@ -72,7 +71,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
         processed_bytes=(previous.processed_bytes if previous else 0) + result.staged_bytes,
         last_sync=_now() if synced else (previous.last_sync if previous else None),
         error=status.error,
-        error_class="system" if failed_in_dbt else result.error_class,
+        error_class=status.error_class,
     )
 
 

@@ -11,12 +11,26 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult, dbt_invoke
+from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke
 from lakemirror.codegen import MIRROR_FOLDER, MirrorModel, retire_model, write_model
 from lakemirror.conflicts import Backoff, classify_conflict
+from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.delta.rows import table_row_count
-from lakemirror.engine import EngineAddress, InProcessEngine, background_engine
-from lakemirror.errors import ConfigError, EngineError, LandingZoneError
+from lakemirror.engine import (
+    DEFAULT_ENGINE_TIMEOUT,
+    ChildEngine,
+    EngineAddress,
+    WatchedEngine,
+    background_process,
+    watchdog,
+)
+from lakemirror.errors import (
+    ConfigError,
+    CorruptTableError,
+    EngineCrashError,
+    EngineError,
+    LandingZoneError,
+)
 from lakemirror.landing import LandingTable, discover_tables
 from lakemirror.monitor import (
     applied_positions,
@@ -38,6 +52,7 @@ from lakemirror.staging.lifecycle import drop_table_data, find_retirements, stag
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
+from lakemirror.table_outcome import failed_ingest, rebuild_after_crash, table_status
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -56,6 +71,7 @@ class MirrorService:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     backoff: Backoff = field(default_factory=Backoff)
     warm: bool = False
+    engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     progress: Callable[[str], None] = lambda message: None
 
     def __post_init__(self) -> None:
@@ -73,7 +89,7 @@ class MirrorService:
             dropped = self.drop_retired(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             staged = [result for result in ingested if self._is_staged(result)]
-            nodes = self.build(scope) if staged else []
+            nodes = self.build(scope, skip=_damaged(ingested)) if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
             return dropped + statuses
@@ -139,46 +155,85 @@ class MirrorService:
     def ingest(self, tables: list[LandingTable]) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""
         self._record_partner()
-        ingested = []
-        for table in tables:
-            self.progress(f"ingest {table.qualified_name}")
-            ingested.append(ingest_table(
-                table, self.layout,
-                retention_days=self.retention_days,
-                on_file=lambda file: self.progress(f"  stage {file.path.name}")))
-            for warning in ingested[-1].metadata.warnings:
-                self.progress(f"  warning: {warning}")
+        control_damage = self._control_damage()
+        ingested = [failed_ingest(table, control_damage) if control_damage
+                    else self._ingest_table(table) for table in tables]
         staged = [result for result in ingested if self._is_staged(result)]
         register_relations(self.layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
              str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged])
-        for result in staged:
-            model = MirrorModel(result.table.schema, result.table.name,
-                                result.metadata.key_columns, result.metadata.conditional_column)
+        return [self._generate_model(result) if result.status != "failed" and result in staged
+                else result for result in ingested]
+
+    def _ingest_table(self, table: LandingTable) -> IngestResult:
+        """Stage one table's new files; whatever goes wrong fails this table alone."""
+        self.progress(f"ingest {table.qualified_name}")
+        try:
+            for path, recovery in self._owned_tables(table):
+                check_newest_commit(path, table=table.qualified_name, recovery=recovery)
+            result = ingest_table(table, self.layout, retention_days=self.retention_days,
+                                  on_file=lambda file: self.progress(f"  stage {file.path.name}"))
+        except Exception as error:  # one table's failure stays its own
+            return failed_ingest(table, error)
+        for warning in result.metadata.warnings:
+            self.progress(f"  warning: {warning}")
+        return result
+
+    def _owned_tables(self, table: LandingTable) -> list[tuple[Path, str]]:
+        """The Delta tables lakemirror keeps of a landing table, and how to recover each."""
+        staging = self.layout.staging_path(table.schema, table.name)
+        mirrored = self.layout.mirrored_path(table.schema, table.name)
+        return [(staging, f"restore {staging}/_delta_log from a backup, or delete and recreate "
+                          "the table folder in the landing zone to mirror it from scratch"),
+                (mirrored, f"restore {mirrored}/_delta_log from a backup, or delete the folder "
+                           f"{mirrored}: the next run rebuilds it from the staged changes")]
+
+    def _control_damage(self) -> CorruptTableError | None:
+        """A damaged control table stops every table: it holds what each has applied."""
+        for path in sorted(self.layout.control_root.glob("*")):
+            try:
+                check_newest_commit(path, table=f"_lakemirror_control.{path.name}",
+                                    recovery=f"restore {path}/_delta_log from a backup")
+            except CorruptTableError as error:
+                return error
+        return None
+
+    def _generate_model(self, result: IngestResult) -> IngestResult:
+        """Write the table's model from metadata its ingest accepted; a failure to write it
+        fails this table alone."""
+        model = MirrorModel(result.table.schema, result.table.name,
+                            result.metadata.key_columns, result.metadata.conditional_column)
+        try:
             for path, outcome in write_model(self.project_dir, model).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
-        return ingested
+        except OSError as error:
+            return failed_ingest(result.table, error, result)
+        return result
 
     def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], scope: Scope,
                 *, applied_now: bool) -> None:
         """Write this run's monitoring records, keeping those of tables not selected for it."""
         with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
-            previous = read_monitor(self.layout)
-            applied = applied_positions(self.layout)
-            kept = [record for (schema, table), record in previous.items()
-                    if scope.explicit and f"{schema}.{table}" not in scope]
-            write_monitor(self.layout, kept + [
-                monitor_record(result, status, previous.get((status.schema, status.table)),
-                               applied.get(f"{status.schema}.{status.table}", 0),
-                               applied_now=applied_now)
-                for result, status in zip(ingested, statuses)])
+            try:
+                previous = read_monitor(self.layout)
+                applied = applied_positions(self.layout)
+                kept = [record for (schema, table), record in previous.items()
+                        if scope.explicit and f"{schema}.{table}" not in scope]
+                write_monitor(self.layout, kept + [
+                    monitor_record(result, status, previous.get((status.schema, status.table)),
+                                   applied.get(f"{status.schema}.{status.table}", 0),
+                                   applied_now=applied_now)
+                    for result, status in zip(ingested, statuses)])
+            except Exception as error:  # the run's own status is still printed
+                self.progress(f"warning: could not record this run for `lakemirror status`: "
+                              f"{type(error).__name__}: {error}")
 
     def _record_partner(self) -> None:
         try:
             with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
                 record_partner_events(self.landing_zone, self.layout)
-        except LandingZoneError as error:
+        except (LandingZoneError, OSError, ValueError) as error:  # informational only
             self.progress(f"warning: {error}")
 
     @property
@@ -189,22 +244,29 @@ class MirrorService:
         return DeltaTable.is_deltatable(
             str(self.layout.staging_path(result.table.schema, result.table.name)))
 
-    def build(self, scope: Scope | None = None) -> list[NodeResult]:
+    def build(self, scope: Scope | None = None, *, skip: frozenset[str] = frozenset()
+              ) -> list[NodeResult]:
         """`dbt build` on the configured target, limited to the scope's mirror models when
-        tables were selected, and never building another run's tables; models that lost a
-        commit conflict are built again with backoff."""
-        selection = self._selection(scope) if scope is not None else []
+        tables were selected, and never building another run's tables nor the `skip`ped
+        models; models that lost a commit conflict are built again with backoff, and those an
+        engine crash interrupted once more on a fresh engine."""
+        selection = self._selection(scope, skip) if scope is not None else []
         self.progress(f"dbt build {' '.join(selection)}".rstrip())
-        return self._rebuild_conflicts(self._dbt("build", *selection))
+        try:
+            nodes = self._dbt("build", *selection)
+        except EngineCrashError as crash:
+            nodes = rebuild_after_crash(crash, lambda models: self._dbt(
+                "build", "--select", *models), progress=self.progress)
+        return self._rebuild_conflicts(nodes)
 
-    def _selection(self, scope: Scope) -> list[str]:
+    def _selection(self, scope: Scope, skip: frozenset[str] = frozenset()) -> list[str]:
         """dbt node selection: the scope's mirror models when explicit, else all nodes but the
         mirror models of tables outside the scope (created meanwhile by another run)."""
         models = {path.stem for path in (self.project_dir / MIRROR_FOLDER).glob("*/*.sql")}
-        ours = {staging_table_name(*name.split(".", 1)) for name in scope.names}
+        ours = {staging_table_name(*name.split(".", 1)) for name in scope.names} - skip
         if scope.explicit:
             return ["--select", *sorted(models & ours)]
-        others = sorted(models - ours)
+        others = sorted((models - ours) | (models & skip))
         return ["--exclude", *others] if others else []
 
     def _rebuild_conflicts(self, nodes: list[NodeResult]) -> list[NodeResult]:
@@ -225,12 +287,27 @@ class MirrorService:
         return nodes
 
     def _dbt(self, command: str, *args: str) -> list[NodeResult]:
-        """Run a dbt command on the configured target, with an engine for `embedded`."""
+        """Run a dbt command on the configured target, with a watched engine for `embedded`;
+        raises EngineCrashError, carrying the nodes dbt finished, when the engine was lost."""
         env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse)}
-        if self.target == "embedded":
-            address = engine_address()
-            env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
-                    "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        if self.target != "embedded":
+            return self._dbt_invoke(command, args, env)
+        address, engine = embedded_engine()
+        env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
+                "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        with watchdog(engine, self.engine_timeout) as watch:
+            nodes = self._dbt_invoke(command, args, env)
+        if watch.reason is None:
+            return nodes
+        engine.kill()
+        close_connect_sessions()  # a warm session would talk to the lost engine
+        raise EngineCrashError(watch.reason, nodes=nodes, at=watch.at,
+                               hint="the next run starts a fresh engine; if the same table "
+                                    "brings it down again, run it alone with --table and "
+                                    "report it")
+
+    def _dbt_invoke(self, command: str, args: tuple[str, ...], env: dict[str, str]
+                    ) -> list[NodeResult]:
         return dbt_invoke(command, self.project_dir, profiles_dir=self.project_dir / "profiles",
                           target=self.target, env=env, dbt_vars=self.dbt_vars,
                           extra_args=(*args, *(("--log-level", "none") if self.quiet else ())),
@@ -238,31 +315,32 @@ class MirrorService:
 
     def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name
-        model = staging_table_name(schema, name)
-        model_errors = [node.message or node.status for node in nodes
-                        if node.failed and node.unique_id.startswith("model.")
-                        and node.unique_id.endswith(f".{model}")]
-        rows = table_row_count(self.layout.mirrored_path(schema, name))
-        if result.status == "failed" or not model_errors:
-            return TableStatus(schema, name, result.status, result.last_sequence, rows,
-                               result.error)
-        conflict = classify_conflict(model_errors[0])
-        reason = (f"{conflict.kind.value} after {self.backoff.attempts} attempts: "
-                  if conflict else "")
-        return TableStatus(schema, name, "failed", result.last_sequence, rows,
-                           f"dbt model {model}: {reason}{model_errors[0]}")
+        return table_status(result, nodes, table_row_count(self.layout.mirrored_path(schema, name)),
+                            attempts=self.backoff.attempts)
 
 
-_shared_engine: InProcessEngine | None = None
+def _damaged(ingested: list[IngestResult]) -> frozenset[str]:
+    """Models of tables whose Delta log is damaged: they are not built at all."""
+    return frozenset(staging_table_name(result.table.schema, result.table.name)
+                     for result in ingested if result.error_type == CorruptTableError.__name__)
+
+
+_child_engine: ChildEngine | None = None
+
+
+def embedded_engine() -> tuple[EngineAddress, WatchedEngine]:
+    """The background engine if one runs, else this process's own engine in a child process
+    (a fresh one once the last was lost)."""
+    running = background_process()
+    if running:
+        return running.address, running
+    global _child_engine
+    if _child_engine is None or not _child_engine.alive():
+        _child_engine = ChildEngine()
+    return _child_engine.address, _child_engine
 
 
 def engine_address() -> EngineAddress:
-    """The background engine if one runs, else one in-process engine for this process."""
-    running = background_engine()
-    if running:
-        return running
-    global _shared_engine
-    if _shared_engine is None:
-        _shared_engine = InProcessEngine()
-    return _shared_engine.address
+    """The address of the embedded engine dbt runs on (see `embedded_engine`)."""
+    return embedded_engine()[0]
 

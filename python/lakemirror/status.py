@@ -16,11 +16,17 @@ class TableStatus:
 
     schema: str
     table: str
-    status: Status | Literal["dropped"]
+    status: Status | Literal["dropped", "degraded"]
     last_sequence: int
     rows: int | None
     error: str | None
     note: str | None = None
+    error_class: Literal["user", "system"] | None = None
+
+    @property
+    def unhealthy(self) -> bool:
+        """Failed, or mirrored with failing dbt tests: the run's exit code is then 1."""
+        return self.status in ("failed", "degraded")
 
 
 def to_json(statuses: Sequence[TableStatus]) -> str:

@@ -56,8 +56,10 @@ def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
     tables = {(t["schema"], t["table"]): t for t in json.loads(result.stdout)["tables"]}
     assert set(tables) == {("dbo", "good"), ("sales", "bad"), ("dbo", "late")}
     assert tables["dbo", "good"] == {"schema": "dbo", "table": "good", "status": "replicating",
-                                     "last_sequence": 1, "rows": 1, "error": None, "note": None}
-    assert tables["sales", "bad"]["status"] == "failed"
+                                     "last_sequence": 1, "rows": 1, "error": None, "note": None,
+                                     "error_class": None}
+    assert (tables["sales", "bad"]["status"], tables["sales", "bad"]["error_class"]) == (
+        "failed", "user")
     assert "__rowMarker__=5" in tables["sales", "bad"]["error"]
     assert tables["dbo", "late"]["status"] == "waiting"
     assert "00000000000000000001.parquet" in tables["dbo", "late"]["error"]

@@ -123,7 +123,7 @@ def _report(statuses: Sequence[TableStatus], as_json: bool) -> None:
     from lakemirror.status import to_json, to_text
 
     click.echo(to_json(statuses) if as_json else to_text(statuses))
-    sys.exit(1 if any(status.status == "failed" for status in statuses) else 0)
+    sys.exit(1 if any(status.unhealthy for status in statuses) else 0)
 
 
 @cli.command(name="status")
@@ -138,7 +138,7 @@ def table_status(warehouse: Path, as_json: bool) -> None:
     layout = Warehouse(warehouse.resolve())
     records, partner = list(monitor.read_monitor(layout).values()), monitor.read_partner(layout)
     click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
-    sys.exit(1 if any(record.status == "failed" for record in records) else 0)
+    sys.exit(1 if any(record.status in ("failed", "degraded") for record in records) else 0)
 
 
 @cli.command(name="inspect")

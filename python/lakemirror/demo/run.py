@@ -38,7 +38,7 @@ def run_demo(directory: Path, *, echo: Callable[[str], None],
     echo("\n== status\n" + to_text(statuses))
     echo("\n== sample query\n" + _sample_query(warehouse))
     echo(f"\ndemo finished in {time.monotonic() - started:.1f}s; warehouse: {warehouse}")
-    return 1 if any(status.status == "failed" for status in statuses) else 0
+    return 1 if any(status.unhealthy for status in statuses) else 0
 
 
 def _sample_query(warehouse: Path) -> str:

@@ -1,13 +1,17 @@
-"""Spark engines: the embedded Sail server and how to reach it."""
+"""Spark engines: the embedded Sail server, how to reach it, and the watchdog over it."""
 
 from lakemirror.engine.sail import (
     DEFAULT_PORT,
+    BackgroundProcess,
+    ChildEngine,
     EngineAddress,
-    InProcessEngine,
     background_engine,
+    background_process,
     start_background,
     stop_background,
 )
+from lakemirror.engine.watchdog import DEFAULT_ENGINE_TIMEOUT, Watch, WatchedEngine, watchdog
 
-__all__ = ["DEFAULT_PORT", "EngineAddress", "InProcessEngine", "background_engine",
-           "start_background", "stop_background"]
+__all__ = ["DEFAULT_ENGINE_TIMEOUT", "DEFAULT_PORT", "BackgroundProcess", "ChildEngine",
+           "EngineAddress", "Watch", "WatchedEngine", "background_engine", "background_process",
+           "start_background", "stop_background", "watchdog"]

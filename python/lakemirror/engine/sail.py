@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,19 +30,47 @@ class EngineAddress:
         return f"sc://{self.host}:{self.port}"
 
 
-class InProcessEngine:
-    """A Sail server living as long as this Python process (or until `stop`)."""
+class ChildEngine:
+    """A Sail server in a child process: a crash inside the engine (a segfault in native
+    code) then fails the tables it was working on instead of this process, and the child
+    ends with this process (it exits when its stdin closes)."""
 
-    def __init__(self) -> None:
-        from pysail.spark import SparkConnectServer
+    def __init__(self, *, timeout: float = 60.0) -> None:
+        self._log = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "lakemirror.engine.server", "--port", "0", "--with-parent"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+        assert self._process.stdout is not None
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout)
+        line = self._process.stdout.readline() if ready else b""
+        if not line:
+            self.kill()
+            raise EngineError(f"the embedded engine did not start: {self.exit_reason()}",
+                              hint="check that pysail is installed (make install)")
+        self.address = EngineAddress(HOST, int(json.loads(line)["port"]))
 
-        self._server = SparkConnectServer(HOST, 0)
-        self._server.start(background=True)
-        host, port = self._server.listening_address
-        self.address = EngineAddress(host, port)
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
-    def stop(self) -> None:
-        self._server.stop()
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self._process.kill()
+        self._process.wait()
+
+    def exit_reason(self) -> str:
+        """How the engine ended, with the last line it logged."""
+        code = self._process.poll()
+        how = ("it is still running" if code is None else
+               f"it was killed by {signal.Signals(-code).name}" if code < 0 else
+               f"it exited with code {code}")
+        self._log.seek(0)
+        lines = [line for line in self._log.read().decode("utf-8", "replace").splitlines()
+                 if line.strip()]
+        return how + (f"; its last log line: {lines[-1][-300:]}" if lines else "")
 
 
 def state_file() -> Path:
@@ -80,6 +110,33 @@ def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> Engi
         time.sleep(0.1)
     state_file().write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port}))
     return address
+
+
+class BackgroundProcess:
+    """The background engine's process, as the watchdog sees it."""
+
+    def __init__(self, pid: int, address: EngineAddress) -> None:
+        self.pid = pid
+        self.address = address
+
+    def alive(self) -> bool:
+        return _alive(self.pid)
+
+    def kill(self) -> None:
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+
+    def exit_reason(self) -> str:
+        return (f"the background engine (pid {self.pid}) stopped; `lakemirror engine start` "
+                "starts it again")
+
+
+def background_process() -> BackgroundProcess | None:
+    """The background engine's process, if one runs."""
+    address = background_engine()
+    if address is None:
+        return None
+    return BackgroundProcess(int(json.loads(state_file().read_text())["pid"]), address)
 
 
 def stop_background() -> bool:

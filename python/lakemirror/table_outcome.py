@@ -1,0 +1,110 @@
+"""What a run did to each table. Any failure, expected or not, becomes that table's `failed`
+status with its class (`user`: the landing zone must change; `system`: lakemirror, the engine
+or the machine), the file and a fix; an engine crash is blamed on the model it was running;
+a failing dbt test on a mirrored model makes the table `degraded`."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from lakemirror.build import NodeResult
+from lakemirror.conflicts import classify_conflict
+from lakemirror.errors import EngineCrashError, LakemirrorError, LandingZoneError
+from lakemirror.landing import LandingTable
+from lakemirror.staging import IngestResult, staging_table_name
+from lakemirror.status import TableStatus
+
+
+def failed_ingest(table: LandingTable, error: BaseException,
+                  base: IngestResult | None = None) -> IngestResult:
+    """`table`'s failed ingest result for any error; `base` keeps what was staged before."""
+    if not isinstance(error, LakemirrorError):
+        error = LakemirrorError(_unexpected(error), table=table.qualified_name,
+                                hint=_unexpected_hint(error))
+    error_class: Literal["user", "system"] = (
+        "user" if isinstance(error, LandingZoneError) else "system")
+    return dataclasses.replace(base or IngestResult(table, "failed"), status="failed",
+                               error=str(error), error_class=error_class,
+                               error_type=type(error).__name__)
+
+
+def _unexpected(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return f"disk full: {error}"
+    return f"unexpected {type(error).__name__}: {error}"
+
+
+def _unexpected_hint(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return "free space on that disk and run again; nothing committed was lost"
+    return "run again with --debug to see the traceback, and report it if it persists"
+
+
+def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
+                 attempts: int) -> TableStatus:
+    """The table's status after ingest and `dbt build`."""
+    schema, name = result.table.schema, result.table.name
+    model = staging_table_name(schema, name)
+    if result.status == "failed":
+        return TableStatus(schema, name, "failed", result.last_sequence, rows, result.error,
+                           error_class=result.error_class)
+    model_errors = [node.message or node.status for node in nodes
+                    if node.failed and node.unique_id.startswith("model.")
+                    and _is_model(node.unique_id, model)]
+    if model_errors:
+        conflict = classify_conflict(model_errors[0])
+        reason = f"{conflict.kind.value} after {attempts} attempts: " if conflict else ""
+        return TableStatus(schema, name, "failed", result.last_sequence, rows,
+                           f"dbt model {model}: {reason}{model_errors[0]}",
+                           error_class="system")
+    failed_tests = [node for node in nodes if node.unique_id.startswith("test.") and node.failed
+                    and any(_is_model(parent, model) for parent in node.depends_on)]
+    if failed_tests:
+        return TableStatus(
+            schema, name, "degraded", result.last_sequence, rows,
+            "the data is mirrored, but dbt tests failed: " + "; ".join(
+                f"{node.unique_id.split('.')[2]} ({node.status}: {node.message or 'no message'})"
+                for node in failed_tests),
+            error_class="user")
+    return TableStatus(schema, name, result.status, result.last_sequence, rows, result.error)
+
+
+def _is_model(unique_id: str, model: str) -> bool:
+    return unique_id.startswith("model.") and unique_id.rsplit(".", 1)[-1] == model
+
+
+def rebuild_after_crash(crash: EngineCrashError,
+                        rebuild: Callable[[list[str]], list[NodeResult]], *,
+                        progress: Callable[[str], None]) -> list[NodeResult]:
+    """The results of a build the engine was lost in. The first model to finish after the
+    loss was running then: it fails with the crash. The models the crash cut off are built
+    once more on a fresh engine; if that engine is lost too, they fail with it."""
+    before = [node for node in crash.nodes if not _after(node, crash)]
+    after = sorted((node for node in crash.nodes if _after(node, crash)),
+                   key=lambda node: node.completed_at or float("inf"))
+    models = [node for node in after if node.unique_id.startswith("model.")]
+    if not models:
+        return [*before, *(_with_crash(node, crash) for node in after)]
+    culprit, cut_off = models[0], [node.unique_id.rsplit(".", 1)[-1] for node in models[1:]]
+    done = [*before, _with_crash(culprit, crash)]
+    if not cut_off:
+        return done
+    progress(f"{crash.message}; building {', '.join(cut_off)} again on a fresh engine")
+    try:
+        return done + rebuild(cut_off)
+    except EngineCrashError as again:
+        return done + [_with_crash(node, again) if node.failed else node for node in again.nodes]
+
+
+def _after(node: NodeResult, crash: EngineCrashError) -> bool:
+    """Whether the node ended after the engine was lost (or cannot be told apart)."""
+    if not node.failed:
+        return False
+    return node.completed_at is None or crash.at is None or node.completed_at >= crash.at
+
+
+def _with_crash(node: NodeResult, crash: EngineCrashError) -> NodeResult:
+    return dataclasses.replace(node, status="error", message=str(crash))
