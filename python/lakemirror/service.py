@@ -315,8 +315,11 @@ class MirrorService:
 
     def _status(self, result: IngestResult, nodes: list[NodeResult]) -> TableStatus:
         schema, name = result.table.schema, result.table.name
-        return table_status(result, nodes, table_row_count(self.layout.mirrored_path(schema, name)),
-                            attempts=self.backoff.attempts)
+        try:
+            rows = table_row_count(self.layout.mirrored_path(schema, name))
+        except Exception:  # a damaged table: its status already says why
+            rows = None
+        return table_status(result, nodes, rows, attempts=self.backoff.attempts)
 
 
 def _damaged(ingested: list[IngestResult]) -> frozenset[str]:

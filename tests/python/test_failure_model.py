@@ -1,0 +1,235 @@
+"""Faults outside the landing zone: a crashed or hung engine, damaged Delta commits, a full
+disk, failing dbt tests, unexpected errors. Each fails only the tables it touches, with a
+`system` or `user` class and a fix, and the final tables equal the reference model once the
+fault is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import lakemirror.service as service_module
+from lakemirror.reference import ROW_MARKER, apply_changes
+from conftest import as_multiset, mirror_setup, mirrored_rows
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+FIRST = [{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}]
+SECOND = [{"id": 1, "v": "a2", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 3, "v": "c", M: 4}]
+
+
+def expected(*files: list[dict]) -> object:
+    return as_multiset(apply_changes(files, ["id"]))
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """Fail the test instead of hanging it, should the engine watchdog not work."""
+    def timeout(*_: object) -> None:
+        raise TimeoutError("the run hung")
+    previous = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(600)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) -> None:
+    """Call `action()` once, when dbt starts executing `model` (a dbt event callback)."""
+    from dbt.cli import main as dbt_main
+
+    original = dbt_main.dbtRunner
+    fired: list[bool] = []
+
+    def runner(*args: object, callbacks: list | None = None, **kwargs: object) -> object:
+        def callback(event: object) -> None:
+            info = event.info  # type: ignore[attr-defined]
+            if info.name == "NodeExecuting" and not fired and \
+                    event.data.node_info.unique_id.endswith(f".{model}"):  # type: ignore
+                fired.append(True)
+                action()  # type: ignore[operator]
+        return original(*args, callbacks=[*(callbacks or []), callback], **kwargs)
+
+    monkeypatch.setattr(dbt_main, "dbtRunner", runner)
+
+
+def engine_pid() -> int:
+    engine = service_module._child_engine
+    assert engine is not None and engine.alive()
+    return engine.pid
+
+
+@pytest.mark.parametrize("fault", ["crash", "hang"])
+def test_a_lost_engine_fails_the_running_table_and_the_others_are_built_again(
+        tmp_path, monkeypatch, no_hang, fault):
+    zone, service = mirror_setup(tmp_path)
+    for table in ("Alpha", "Beta"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FIRST, SCHEMA)
+    service.engine_timeout = 20
+    service.run()
+    for table in ("Alpha", "Beta"):
+        zone.write(table, 2, SECOND, SCHEMA)
+
+    signal_to_send = signal.SIGKILL if fault == "crash" else signal.SIGSTOP
+    on_model_start(monkeypatch, "dbo__alpha", lambda: os.kill(engine_pid(), signal_to_send))
+    statuses = {status.table: status for status in service.run()}
+
+    alpha = statuses["alpha"]
+    assert (alpha.status, alpha.error_class) == ("failed", "system")
+    assert ("killed by SIGKILL" if fault == "crash" else "did not finish within 20 s") \
+        in alpha.error and "fresh engine" in alpha.error
+    assert statuses["beta"].status == "replicating", statuses["beta"].error
+    assert mirrored_rows(service.warehouse, "dbo", "beta") == expected(FIRST, SECOND)
+
+    monkeypatch.undo()
+    assert {s.table: s.status for s in service.run()} == {"alpha": "replicating",
+                                                          "beta": "replicating"}
+    assert mirrored_rows(service.warehouse, "dbo", "alpha") == expected(FIRST, SECOND)
+
+
+def damage(commit: Path, how: str) -> None:
+    data = commit.read_bytes()
+    commit.write_bytes(data[: len(data) // 2] if how == "truncated" else b"\x00garbage\n")
+
+
+def newest_commit(table: Path) -> Path:
+    return max((table / "_delta_log").glob("*.json"))
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+@pytest.mark.parametrize("kind", ["staging", "mirrored"])
+def test_a_damaged_commit_fails_its_table_and_is_never_read_around(tmp_path, kind, how):
+    zone, service = mirror_setup(tmp_path)
+    for table in ("Bad", "Good"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FIRST, SCHEMA)
+    service.run()
+    layout = service.layout
+    damaged = (layout.staging_path if kind == "staging" else layout.mirrored_path)("dbo", "bad")
+    commit = newest_commit(damaged)
+    damage(commit, how)
+    for table in ("Bad", "Good"):
+        zone.write(table, 2, SECOND, SCHEMA)
+
+    statuses = {status.table: status for status in service.run()}
+
+    bad = statuses["bad"]
+    assert (bad.status, bad.error_class) == ("failed", "system")
+    assert "damaged" in bad.error and str(commit) in bad.error and "Fix:" in bad.error
+    assert statuses["good"].status == "replicating"
+    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST, SECOND)
+    assert (zone.root / "Bad" / "00000000000000000002.parquet").exists()  # not staged
+
+    if kind == "mirrored":  # the documented recovery: delete it, it is rebuilt from staging
+        subprocess.run(["rm", "-r", str(damaged)], check=True)
+        assert {s.table: s.status for s in service.run()}["bad"] == "replicating"
+        assert mirrored_rows(service.warehouse, "dbo", "bad") == expected(FIRST, SECOND)
+
+
+def test_a_damaged_control_table_stops_every_table_with_a_clear_error(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    zone.table("T", ["id"])
+    zone.write("T", 1, FIRST, SCHEMA)
+    service.run()
+    commit = newest_commit(service.layout.control_path("mirror_batches"))
+    damage(commit, "truncated")
+    zone.write("T", 2, SECOND, SCHEMA)
+    [status] = service.run()
+    assert (status.status, status.error_class) == ("failed", "system")
+    assert "_lakemirror_control.mirror_batches" in status.error and str(commit) in status.error
+
+
+def test_failing_dbt_tests_make_the_table_degraded_and_the_exit_code_one(tmp_path):
+    from click.testing import CliRunner
+
+    from lakemirror.cli.main import cli
+
+    zone, service = mirror_setup(tmp_path)
+    zone.table("T", ["id"])
+    zone.table("Ok", ["id"])
+    zone.write("T", 1, [{"id": None, "v": "no key", M: 0}, *FIRST], SCHEMA)
+    zone.write("Ok", 1, FIRST, SCHEMA)
+    result = CliRunner().invoke(cli, [
+        "run", "--json", "--landing-zone", str(zone.root), "--warehouse",
+        str(service.warehouse), "--project-dir", str(service.project_dir)])
+    assert result.exit_code == 1, result.output
+    tables = {t["table"]: t for t in json.loads(result.stdout)["tables"]}
+    assert (tables["t"]["status"], tables["t"]["error_class"]) == ("degraded", "user")
+    assert "not_null" in tables["t"]["error"] and tables["t"]["rows"] == 3
+    assert tables["ok"]["status"] == "replicating" and tables["ok"]["error"] is None
+
+
+def test_keys_changed_while_changes_wait_are_not_used_for_them(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    folder = zone.table("T", ["id"])
+    zone.write("T", 1, FIRST, SCHEMA)
+    service.run()
+    zone.write("T", 2, SECOND, SCHEMA)
+    service.ingest_only()  # staged, not applied
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["v"]}))
+
+    [status] = service.run()
+    assert status.status == "failed" and "keyColumns changed" in status.error
+    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"]}))
+    [status] = service.run()
+    assert status.status == "replicating"
+    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+
+
+def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
+    zone, service = mirror_setup(tmp_path)
+    for table in ("Boom", "Good"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FIRST, SCHEMA)
+    original = service_module.ingest_table
+
+    def flaky(table, *args, **kwargs):
+        if table.name == "boom":
+            raise RuntimeError("a bug")
+        return original(table, *args, **kwargs)
+
+    monkeypatch.setattr(service_module, "ingest_table", flaky)
+    statuses = {status.table: status for status in service.run()}
+    assert (statuses["boom"].status, statuses["boom"].error_class) == ("failed", "system")
+    assert "unexpected RuntimeError: a bug" in statuses["boom"].error
+    assert "--debug" in statuses["boom"].error
+    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
+    zone, service = mirror_setup(tmp_path)
+    service.warehouse = small_disk / "warehouse"
+    zone.table("T", ["id"])
+    zone.write("T", 1, FIRST, SCHEMA)
+    [status] = service.run()
+    assert status.status == "replicating"
+    zone.write("T", 2, [{"id": i, "v": os.urandom(4096).hex(), M: 4} for i in range(2000)],
+               SCHEMA, compression="none")
+
+    [status] = service.run()
+    assert (status.status, status.error_class) == ("failed", "system"), status.error
+    assert "disk full" in status.error.lower(), status.error
+    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST)
+    assert (zone.root / "T" / "00000000000000000002.parquet").exists()
