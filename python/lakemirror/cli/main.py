@@ -21,16 +21,25 @@ PATH = click.Path(path_type=Path, file_okay=False)
 
 
 class ErrorBoundary(click.Group):
-    """Domain errors → one clean line on stderr and the error's exit code."""
+    """Domain errors → one clean line on stderr and the error's exit code; any other error
+    (a bug) → one line too, exit code 1, and the traceback only with --debug."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
         except LakemirrorError as error:
             if ctx.meta.get("debug"):
                 raise
             click.secho(f"error: {error}", fg="red", err=True)
             sys.exit(error.exit_code)
+        except Exception as error:
+            if ctx.meta.get("debug"):
+                raise
+            click.secho(f"error: unexpected {type(error).__name__}: {error} Fix: run again "
+                        "with --debug to see the traceback, and report it", fg="red", err=True)
+            sys.exit(1)
 
 
 @click.group(cls=ErrorBoundary, context_settings={"auto_envvar_prefix": "LAKEMIRROR"})
@@ -65,6 +74,10 @@ def mirror_options(command: Command) -> Command:
                      envvar="LAKEMIRROR_LOCK_TIMEOUT",
                      help="Seconds to wait for tables another run is working on "
                           "[env LAKEMIRROR_LOCK_TIMEOUT]."),
+        click.option("--engine-timeout", type=click.FloatRange(min=1), default=3600.0,
+                     show_default=True, envvar="LAKEMIRROR_ENGINE_TIMEOUT",
+                     help="Seconds one dbt invocation may take before lakemirror stops the "
+                          "embedded engine and fails its tables [env LAKEMIRROR_ENGINE_TIMEOUT]."),
         click.option("--json", "as_json", is_flag=True, help="Print the status as JSON."),
     ]):
         command = option(command)
@@ -78,13 +91,13 @@ def mirror_options(command: Command) -> Command:
                                       "again when a file lands (warm engine, parsed project).")
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
-        as_json: bool, watch_interval: float | None) -> None:
+        engine_timeout: float, as_json: bool, watch_interval: float | None) -> None:
     """Ingest new files, generate models for new tables, run `dbt build`, print the status.
 
     Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
     """
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
-                       lock_timeout, as_json)
+                       lock_timeout, engine_timeout, as_json)
     if watch_interval is None:
         _report(service.run(tables), as_json)
     else:
@@ -112,10 +125,10 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
 @mirror_options
 def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
            retention_days: float, tables: tuple[str, ...], lock_timeout: float,
-           as_json: bool) -> None:
+           engine_timeout: float, as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
-                       lock_timeout, as_json)
+                       lock_timeout, engine_timeout, as_json)
     _report(service.ingest_only(tables), as_json)
 
 
@@ -273,13 +286,14 @@ def status() -> None:
 
 
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-             retention_days: float, lock_timeout: float, quiet: bool) -> MirrorService:
+             retention_days: float, lock_timeout: float, engine_timeout: float,
+             quiet: bool) -> MirrorService:
     from lakemirror.service import PROJECT_DIR, MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
                          progress=progress, quiet=quiet, retention_days=retention_days,
-                         lock_timeout=lock_timeout)
+                         lock_timeout=lock_timeout, engine_timeout=engine_timeout)
 
 
 def main() -> None:
