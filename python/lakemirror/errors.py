@@ -71,6 +71,22 @@ class SchemaChangeError(LandingZoneError):
     """A file's columns differ from the table's staged columns."""
 
 
+class UnsafeEntryError(LandingZoneError):
+    """A landing-zone entry lakemirror will not touch as it is: a symbolic link, a FIFO, socket
+    or device, a folder where a file belongs (or the other way round), or an oversized control
+    file. Links are never followed, so nothing outside the zone is ever read or written."""
+
+
+class ZoneAccessError(LandingZoneError):
+    """The landing zone refuses a read or write lakemirror needs: permission denied, a read-only
+    file system, or an entry that vanished meanwhile."""
+
+
+class StorageError(LakemirrorError):
+    """The warehouse's storage failed while lakemirror wrote or read it: disk full, permission
+    denied, read-only file system."""
+
+
 class EngineError(LakemirrorError):
     """The Spark engine could not be started or reached."""
 

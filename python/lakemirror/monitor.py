@@ -16,6 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.errors import LandingZoneError
 from lakemirror.landing import ROWS_PER_FILE
+from lakemirror.landing.zone import LandingZone, parse_json
 from lakemirror.staging import IngestResult, Warehouse
 from lakemirror.status import TableStatus
 
@@ -109,27 +110,28 @@ def read_partner(warehouse: Warehouse) -> PartnerInfo | None:
 
 def record_partner_events(zone: Path, warehouse: Warehouse) -> PartnerInfo | None:
     """Validate the zone's `_partnerEvents.json` and record it; None when there is none."""
-    path = zone / PARTNER_EVENTS_FILE
-    if not path.exists():
-        return None
-    info = parse_partner_events(path)
-    if read_partner(warehouse) != info:
+    info = parse_partner_events(zone / PARTNER_EVENTS_FILE)
+    if info is not None and read_partner(warehouse) != info:
         write_deltalake(str(warehouse.control_path("partner")),
                         pa.Table.from_pylist([asdict(info)], schema=PARTNER_SCHEMA),
                         mode="overwrite")
     return info
 
 
-def parse_partner_events(path: Path) -> PartnerInfo:
+def parse_partner_events(path: Path) -> PartnerInfo | None:
+    """What `_partnerEvents.json` at the zone root (`path`) says; None when there is none. It
+    is read through the zone's door: a link, FIFO or oversized file is an error, not read."""
     def error(message: str) -> LandingZoneError:
         return LandingZoneError(f"{PARTNER_EVENTS_FILE}: {message}", file=str(path),
                                 hint='write {"partnerName": "...", "sourceInfo": '
                                      '{"sourceType": "...", "sourceVersion": "..."}}')
+    data = LandingZone(path.parent).read_control(path)
+    if data is None:
+        return None
     try:
-        document = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as failure:
-        raise error(f"not valid JSON: {failure.msg} at line {failure.lineno}, "
-                    f"column {failure.colno}") from failure
+        document = parse_json(data)
+    except ValueError as failure:
+        raise error(str(failure)) from failure
     if not isinstance(document, dict) or not isinstance(document.get("partnerName"), str):
         raise error("partnerName (a string) is required")
     source = document.get("sourceInfo", {})

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
+from lakemirror.landing.zone import LandingZone
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
@@ -17,25 +18,25 @@ TABLE_DEPTH = 2  # <Table>/ or <Schema>.schema/<Table>/
 
 
 def zone_signature(landing_zone: Path) -> Signature:
-    """Name, modification time and size of every file in the zone's table folders (not in
-    their `_ProcessedFiles` and other `_` folders, nor the incarnation mark lakemirror writes
-    itself): it changes when a file lands."""
+    """Name, modification time and size of every entry in the zone's table folders (not in
+    their `_ProcessedFiles` and other `_` or `.` folders, nor the incarnation mark lakemirror
+    writes itself): it changes when a file lands. Listed through the zone's door, so a link is
+    seen as itself and never followed."""
+    door = LandingZone(landing_zone)
     entries = set()
-    folders = [(landing_zone, 0)]
+    folders = [(door.root, 0)]
     while folders:
         folder, depth = folders.pop()
         try:
-            children = list(os.scandir(folder))
-        except FileNotFoundError:
+            children = door.entries(folder)
+        except LakemirrorError:  # gone or unreadable: the run reports it
             continue
         for entry in children:
-            if entry.name.startswith("_") and entry.is_dir():
-                continue
-            if entry.is_dir() and depth < TABLE_DEPTH:
-                folders.append((Path(entry.path), depth + 1))
-            elif entry.is_file() and entry.name != INCARNATION_MARKER:
-                stat = entry.stat()
-                entries.add((entry.path, stat.st_mtime_ns, stat.st_size))
+            if entry.kind == "folder":
+                if depth < TABLE_DEPTH and not entry.name.startswith(("_", ".")):
+                    folders.append((entry.path, depth + 1))
+            elif entry.name != INCARNATION_MARKER:
+                entries.add((str(entry.path), entry.mtime_ns, entry.size))
     return frozenset(entries)
 
 

@@ -1,7 +1,8 @@
 """Read a change file as Arrow batches in exact row order, validated and positioned.
 
 Each row gets `_lm_position = sequence * ROWS_PER_FILE + row number`: one sortable
-number for the change position (file sequence number, row inside the file).
+number for the change position (file sequence number, row inside the file). Files are opened
+through the zone's door (a regular file, never a link, never blocking).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lakemirror.landing.delimited import read_delimited
 from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.zone import ZoneFile
 from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
 
 POSITION = "_lm_position"
@@ -43,6 +45,13 @@ class ChangeFile:
     read: Callable[[], Iterator[pa.RecordBatch]]
     has_marker: bool
     metadata: TableMetadata
+    close: Callable[[], None] = lambda: None  # releases the open file
+
+    def __enter__(self) -> ChangeFile:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
 
     @property
     def data_columns(self) -> list[str]:
@@ -101,12 +110,21 @@ def open_change_file(table: LandingTable, file: SequenceFile,
     if file.sequence > MAX_SEQUENCE:
         raise FileNameError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
                                hint="restart numbering in a new table folder", **where)
-    if file.path.stat().st_size == 0 and metadata.delimited is None:
-        raise UnreadableFileError("the Parquet file is empty (0 bytes)",
-                               hint="write a complete Parquet file (an empty one has a footer)",
-                               **where)
-    arrow_schema, read = (_open_parquet(file, where) if metadata.delimited is None
-                          else _open_delimited(table, file, metadata))
+    if metadata.delimited is not None:
+        return _checked(table, file, metadata, *_open_delimited(table, file, metadata))
+    handle = table.door.open(file.path)
+    try:
+        return _checked(table, file, metadata, *_open_parquet(handle, where), handle.close)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def _checked(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
+             arrow_schema: pa.Schema, read: Callable[[], Iterator[pa.RecordBatch]],
+             close: Callable[[], None] = lambda: None) -> ChangeFile:
+    """The change file, once its columns fit the contract."""
+    where = {"table": table.qualified_name, "file": str(file.path)}
     names = arrow_schema.names
     has_marker = ROW_MARKER in names
     if has_marker and names[-1] != ROW_MARKER:
@@ -127,15 +145,19 @@ def open_change_file(table: LandingTable, file: SequenceFile,
                                     "column into each file", **where)
     schema = pa.schema([pa.field(POSITION, pa.int64(), nullable=False), *data_fields,
                         pa.field(ROW_MARKER, pa.int32())])
-    return ChangeFile(table, file, schema, read, has_marker, metadata)
+    return ChangeFile(table, file, schema, read, has_marker, metadata, close)
 
 
 Opened = tuple[pa.Schema, Callable[[], Iterator[pa.RecordBatch]]]
 
 
-def _open_parquet(file: SequenceFile, where: dict[str, str]) -> Opened:
+def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
+    if handle.size == 0:
+        raise UnreadableFileError("the Parquet file is empty (0 bytes)",
+                               hint="write a complete Parquet file (an empty one has a footer)",
+                               **where)
     try:
-        parquet = pq.ParquetFile(file.path)
+        parquet = pq.ParquetFile(handle)
     except (pa.ArrowException, OSError) as error:
         raise UnreadableFileError(f"not a readable Parquet file: {error}",
                                hint="replace it with a complete Parquet file", **where) from error
@@ -145,7 +167,7 @@ def _open_parquet(file: SequenceFile, where: dict[str, str]) -> Opened:
 def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
     assert metadata.delimited is not None
     rows = read_delimited(file.path, metadata.delimited, metadata.schema_definition,
-                          table=table.qualified_name)
+                          table=table.qualified_name, zone=table.door)
     return rows.schema, lambda: iter(rows.to_batches(max_chunksize=BATCH_ROWS))
 
 

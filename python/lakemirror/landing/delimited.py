@@ -6,12 +6,17 @@ that is not part of the row separator, and an escaped character of NullValue, ar
 unused private-use characters (and back in the values); a sentinel row after the last one shows
 a quote left open; empty lines are marked where pyarrow would read them as rows of empty
 fields; and no block of text ends between a CR and an LF (apache/arrow#51368).
+
+A file's whole text is held in memory, so a file (after decompression, which streams) may hold
+at most LAKEMIRROR_MAX_TEXT_BYTES bytes (default 2 GiB): a larger file, or a decompression
+bomb, fails its table instead of taking all memory.
 """
 
 from __future__ import annotations
 
 import binascii
 import codecs
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -26,12 +31,14 @@ import pyarrow.csv as pv
 
 from lakemirror.errors import (
     ColumnError,
+    ConfigError,
     LandingZoneError,
     MetadataError,
     RowMarkerError,
     UnreadableFileError,
     ValueParseError,
 )
+from lakemirror.landing.zone import LandingZone, ZoneFile, chunks, read_bounded
 from lakemirror.reference import ROW_MARKER
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
@@ -55,6 +62,9 @@ _ROW_SEPARATORS = ("\r\n", "\n", "\r")
 _QUOTE_CHARACTERS = ('"', "'", "")
 _ESCAPE_CHARACTERS = ("\\", "/", '"', "")
 _ARROW_CODECS = {".gz": "gzip", ".zst": "zstd"}
+_SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"  # the framing format's stream identifier chunk
+MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
+DEFAULT_MAX_TEXT_BYTES = 2 << 30
 _BREAKS = r"\r\n|\r|\n"
 _BLOCK_SIZE = 1 << 22
 _CRLF_CHUNK = 1 << 18  # fits in a CPU cache
@@ -97,13 +107,14 @@ class ColumnDefinition:
 
 
 def read_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
-                   *, table: str) -> pa.Table:
+                   *, table: str, zone: LandingZone | None = None) -> pa.Table:
     """Read a whole delimited-text file; `columns` types it, without them every column is a string.
 
     A last `__rowMarker__` column becomes int32. Bad input raises a LandingZoneError that names
     the line: the header is line 1, and line breaks inside the values of earlier rows count.
+    The file is opened through `zone` (by default the folder holding it).
     """
-    reader = _Reader(path, fmt, table)
+    reader = _Reader(path, fmt, table, zone or LandingZone(path.parent))
     declared = reader.declared(columns)
     text = reader.text()
     if not text:
@@ -139,10 +150,11 @@ class _Parse:
 class _Reader:
     """One file being read: its path, format and table, which every error names."""
 
-    def __init__(self, path: Path, fmt: DelimitedFormat, table: str) -> None:
+    def __init__(self, path: Path, fmt: DelimitedFormat, table: str, zone: LandingZone) -> None:
         self.path = path
         self.fmt = fmt
         self.table = table
+        self.zone = zone
         self._check_format()
 
     def error(self, message: str, hint: str,
@@ -206,22 +218,25 @@ class _Reader:
         return utf8.removeprefix(codecs.BOM_UTF8)
 
     def _decompressed(self) -> bytes:
-        suffix = self.path.suffix.lower()
-        if suffix == ".snappy":
-            return self._unsnappy()
-        try:
-            with pa.input_stream(str(self.path), compression=_ARROW_CODECS.get(suffix)) as stream:
-                return bytes(stream.read())
-        except OSError as error:
-            raise self._unreadable(error) from error
-
-    def _unsnappy(self) -> bytes:
+        """The file's bytes, decompressed as its name says, at most max_text_bytes() of them."""
         import cramjam
 
-        try:
-            return bytes(cramjam.snappy.decompress(self.path.read_bytes()))
-        except (OSError, cramjam.DecompressionError) as error:
-            raise self._unreadable(error) from error
+        limit = max_text_bytes()
+        suffix = self.path.suffix.lower()
+        with self.zone.open(self.path) as handle:
+            try:
+                data = (None if suffix not in COMPRESSION_SUFFIXES and handle.size > limit
+                        else read_bounded(_decompressing(handle, suffix), limit))
+            except (OSError, pa.ArrowException, cramjam.DecompressionError) as error:
+                raise self._unreadable(error) from error
+        if data is None:
+            decompressed = " once decompressed" if suffix in COMPRESSION_SUFFIXES else ""
+            raise self.error(
+                f"the file holds more than {limit} bytes{decompressed}, the most lakemirror "
+                f"reads of one delimited-text file ({MAX_TEXT_BYTES})",
+                f"split the file into smaller change files (or raise {MAX_TEXT_BYTES}, if "
+                "the machine has the memory for it)")
+        return data
 
     def _unreadable(self, error: Exception) -> LandingZoneError:
         return self.error(f"cannot read or decompress the file: {error}",
@@ -437,6 +452,56 @@ class _Reader:
                 if value is None else f"write {column.data_type} values like "
                 f"{_EXAMPLES[column.data_type]}, or fix the type in SchemaDefinition")
         return self.error(message, hint, ValueParseError)
+
+
+def max_text_bytes() -> int:
+    """The most bytes of text one delimited file may hold, from LAKEMIRROR_MAX_TEXT_BYTES."""
+    value = os.environ.get(MAX_TEXT_BYTES, "").strip()
+    if not value:
+        return DEFAULT_MAX_TEXT_BYTES
+    if not value.isdigit() or int(value) == 0:
+        raise ConfigError(f"{MAX_TEXT_BYTES}={value!r} is not a positive number of bytes",
+                          hint=f"set {MAX_TEXT_BYTES} to e.g. {DEFAULT_MAX_TEXT_BYTES}, or unset "
+                               "it")
+    return int(value)
+
+
+def _decompressing(handle: ZoneFile, suffix: str) -> Iterator[bytes]:
+    """The file's bytes, decompressed piece by piece as its name says."""
+    if suffix == ".snappy":
+        yield from _unsnappy(handle)
+    elif suffix in _ARROW_CODECS:
+        with pa.CompressedInputStream(handle, _ARROW_CODECS[suffix]) as stream:
+            yield from chunks(stream)
+    else:
+        yield from chunks(handle)
+
+
+def _unsnappy(handle: ZoneFile) -> Iterator[bytes]:
+    """Snappy framing format, decompressed a run of whole chunks at a time (each run led by the
+    stream identifier, which the format allows to repeat)."""
+    import cramjam
+
+    pending = bytearray()
+    for piece in chunks(handle):
+        pending += piece
+        end = _whole_chunks(pending)
+        if end:
+            yield bytes(cramjam.snappy.decompress(_SNAPPY_STREAM + pending[:end]))
+            del pending[:end]
+    if pending:  # a truncated chunk: let the decompressor say so
+        yield bytes(cramjam.snappy.decompress(_SNAPPY_STREAM + pending))
+
+
+def _whole_chunks(data: bytearray) -> int:
+    """The length of the leading run of whole chunks (type byte, 24-bit length, body)."""
+    end = 0
+    while end + 4 <= len(data):
+        following = end + 4 + int.from_bytes(data[end + 1:end + 4], "little")
+        if following > len(data):
+            break
+        end = following
+    return end
 
 
 class _Blocks:

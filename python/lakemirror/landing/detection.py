@@ -3,7 +3,8 @@
 `SequentialFileName` (the default): files are named with 20 digits, applied in numeric order and
 contiguous; a gap makes the table wait. `LastUpdateTimeFileDetection`: any file name, applied in
 order of modification time, then name; lakemirror numbers them itself, and a name once staged is
-never staged again, even if the file is rewritten.
+never staged again, even if the file is rewritten. An entry named like a change file must be a
+regular file: a folder, link or FIFO under such a name fails the table (it is never opened).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
 from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.zone import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
 
@@ -25,6 +27,7 @@ class SequenceFile:
 
     sequence: int
     path: Path
+    size: int = 0  # bytes, as listed
 
 
 @dataclass(frozen=True)
@@ -63,17 +66,19 @@ def data_file_suffixes(metadata: TableMetadata) -> tuple[str, ...]:
 def _by_sequence_number(table: LandingTable, metadata: TableMetadata,
                         staged: StagedFiles) -> Detection:
     suffixes = data_file_suffixes(metadata)
-    numbered: dict[int, Path] = {}
-    for path in _files(table.folder):
+    numbered: dict[int, Entry] = {}
+    for entry in _entries(table):
+        path = entry.path
         digits, suffix = _split_number(path.name)
         if len(digits) == 20 and suffix.lower() in suffixes:
+            _require_file(table, entry)
             if int(digits) in numbered:
                 raise FileNameError(
                     f"two files carry sequence number {int(digits)}: "
                     f"{numbered[int(digits)].name} and {path.name}",
                     table=table.qualified_name, file=str(path), hint="keep one of them")
-            numbered[int(digits)] = path
-        elif digits:
+            numbered[int(digits)] = entry
+        elif digits and entry.kind != "folder":
             raise _misnamed(table, path, digits, suffix, suffixes)
     pending: list[SequenceFile] = []
     expected = staged.last_sequence + 1
@@ -82,7 +87,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata,
             blocked = len([n for n in numbered if n > expected])
             return Detection(pending, _in_place(numbered, staged),
                              f"waiting for missing file {sequence_file_name(expected)}", blocked)
-        pending.append(SequenceFile(number, numbered[number]))
+        pending.append(SequenceFile(number, numbered[number].path, numbered[number].size))
         expected += 1
     return Detection(pending, _in_place(numbered, staged))
 
@@ -90,26 +95,35 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata,
 def _by_update_time(table: LandingTable, metadata: TableMetadata,
                     staged: StagedFiles) -> Detection:
     suffixes = data_file_suffixes(metadata)
-    files = [path for path in _files(table.folder) if path.name.lower().endswith(suffixes)]
-    new = sorted((path for path in files if path.name not in staged.names),
-                 key=lambda path: (path.stat().st_mtime_ns, path.name))
-    pending = [SequenceFile(staged.last_sequence + index, path)
-               for index, path in enumerate(new, 1)]
-    return Detection(pending, [path for path in files
-                               if path.name in staged.names and path.name != staged.newest])
+    files = [entry for entry in _entries(table) if entry.name.lower().endswith(suffixes)]
+    for entry in files:
+        _require_file(table, entry)
+    new = sorted((entry for entry in files if entry.name not in staged.names),
+                 key=lambda entry: (entry.mtime_ns, entry.name))
+    pending = [SequenceFile(staged.last_sequence + index, entry.path, entry.size)
+               for index, entry in enumerate(new, 1)]
+    return Detection(pending, [entry.path for entry in files
+                               if entry.name in staged.names and entry.name != staged.newest])
 
 
-def _in_place(numbered: dict[int, Path], staged: StagedFiles) -> list[Path]:
-    return [path for number, path in sorted(numbered.items()) if number < staged.last_sequence]
+def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[Path]:
+    return [entry.path for number, entry in sorted(numbered.items())
+            if number < staged.last_sequence]
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(path for path in folder.iterdir()
-                  if path.is_file() and not path.name.startswith("_"))
+def _entries(table: LandingTable) -> list[Entry]:
+    """The table folder's entries by name, but lakemirror's and the contract's `_` ones."""
+    return [entry for entry in table.door.entries(table.folder)
+            if not entry.name.startswith("_")]
+
+
+def _require_file(table: LandingTable, entry: Entry) -> None:
+    if entry.kind != "file":
+        raise unsafe_entry(entry, "a regular file", table=table.qualified_name)
 
 
 def _split_number(name: str) -> tuple[str, str]:
-    match = re.match(r"^(\d+)(\..*)?$", name)
+    match = re.fullmatch(r"([0-9]+)(\..*)?", name, re.S)
     return (match.group(1), match.group(2) or "") if match else ("", name)
 
 

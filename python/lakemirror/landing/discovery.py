@@ -1,26 +1,47 @@
-"""Find the tables of a landing zone."""
+"""Find the tables of a landing zone, and the folders that must fail as tables.
+
+Table folders sit at the zone root and in `<schema>.schema/` folders. Entries whose names start
+with `_` (lakemirror's and the contract's own) or `.` (a tool's hidden state, e.g. `.state/`)
+are not tables, nor are regular files (a README): they are skipped. A symbolic link or a FIFO,
+socket or device where a table or schema folder could be is never followed or opened; as
+lakemirror cannot tell what it stands for, it becomes a table with a `problem`, so that it fails
+visibly instead of being mirrored, written into, or taken for a deleted folder. So do folders
+with bad names and folders that map to the same table or model as another folder.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lakemirror.errors import ConfigError
+from lakemirror.errors import ConfigError, FileNameError, LandingZoneError
+from lakemirror.landing.zone import Entry, LandingZone, unsafe_entry
 
 SCHEMA_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
 PROCESSED_FOLDER = "_ProcessedFiles"
-NAME = re.compile(r"^[A-Za-z0-9_]+$")
+NAME = re.compile(r"[A-Za-z0-9_]+")  # always fullmatch: `$` would let a trailing "\n" through
+MAX_NAME_LENGTH = 128  # characters of a schema or table name
+ALL_TABLES = "*"  # the table name of a schema folder that fails as a whole
+_NAME_RULE = f"letters, digits and _ (at most {MAX_NAME_LENGTH} characters)"
 
 
 @dataclass(frozen=True)
 class LandingTable:
-    """One table folder: `<zone>/<Table>` or `<zone>/<Schema>.schema/<Table>`."""
+    """One table folder: `<zone>/<Table>` or `<zone>/<Schema>.schema/<Table>`.
+
+    A table with a `problem` must fail with it without being touched. Its name is ALL_TABLES
+    when a whole schema folder fails (a link, a bad name, or a folder that cannot be listed):
+    it stands for every table of that schema, which keep their mirrored tables meanwhile."""
 
     schema: str
     name: str
     folder: Path
+    problem: LandingZoneError | None = None
+    zone: LandingZone | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -30,25 +51,112 @@ class LandingTable:
     def processed_folder(self) -> Path:
         return self.folder / PROCESSED_FOLDER
 
+    @property
+    def door(self) -> LandingZone:
+        """The zone this table is read and written through (a table made by hand without
+        one is confined to the folder holding it)."""
+        return self.zone or LandingZone(self.folder.parent)
+
 
 def discover_tables(zone: Path) -> list[LandingTable]:
-    """Table folders at the zone root and under `<schema>.schema/`; `_`-items are ignored."""
+    """The zone's tables in name order, those that must fail carrying their problem."""
     if not zone.is_dir():
         raise ConfigError(f"landing zone {zone} does not exist or is not a folder",
                           hint="pass --landing-zone DIR or set LAKEMIRROR_LANDING_ZONE")
-    tables = []
-    for item in sorted(zone.iterdir()):
-        if item.name.startswith("_") or not item.is_dir():
-            continue
-        if item.name.lower().endswith(SCHEMA_SUFFIX):
-            schema = item.name[: -len(SCHEMA_SUFFIX)]
-            tables += [LandingTable(schema.lower(), sub.name.lower(), sub)
-                       for sub in sorted(item.iterdir())
-                       if sub.is_dir() and not sub.name.startswith("_")]
+    door = LandingZone(zone)
+    tables: list[LandingTable] = []
+    for entry in _candidates(door.entries(door.root)):
+        if entry.name.lower().endswith(SCHEMA_SUFFIX):
+            tables += _schema_tables(door, entry)
         else:
-            tables.append(LandingTable(DEFAULT_SCHEMA, item.name.lower(), item))
-    return tables
+            tables.append(_table(door, DEFAULT_SCHEMA, entry))
+    return _without_collisions(tables)
+
+
+def staging_table_name(schema: str, table: str) -> str:
+    """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name and
+    the name of its mirror model)."""
+    return f"{schema}__{table}"
 
 
 def sequence_file_name(sequence: int) -> str:
     return f"{sequence:020d}.parquet"
+
+
+def _candidates(entries: Iterable[Entry]) -> list[Entry]:
+    """Entries that are, or stand where there could be, table or schema folders."""
+    return [entry for entry in entries
+            if not entry.name.startswith(("_", ".")) and entry.kind != "file"]
+
+
+def _schema_tables(door: LandingZone, entry: Entry) -> list[LandingTable]:
+    """The tables of a `<schema>.schema` folder, or one entry for all of them when the folder
+    itself fails (they keep their mirrored tables until it is fixed)."""
+    written = entry.name[: -len(SCHEMA_SUFFIX)]
+    problem: LandingZoneError | None = _name_problem("schema", written, entry.path)
+    try:
+        if entry.kind != "folder":
+            raise unsafe_entry(entry, "a folder")
+        found = door.entries(entry.path)
+    except LandingZoneError as error:
+        problem = problem or error
+    schema = written.lower()
+    if problem is not None:
+        return [LandingTable(schema, ALL_TABLES, entry.path,
+                             _on(problem, f"{schema}.{ALL_TABLES}"), door)]
+    return [_table(door, schema, sub) for sub in _candidates(found)]
+
+
+def _table(door: LandingZone, schema: str, entry: Entry) -> LandingTable:
+    problem = (unsafe_entry(entry, "a folder") if entry.kind != "folder"
+               else _name_problem("table", entry.name, entry.path))
+    name = entry.name.lower()
+    return LandingTable(schema, name, entry.path, problem and _on(problem, f"{schema}.{name}"),
+                        door)
+
+
+def _name_problem(kind: str, name: str, folder: Path) -> FileNameError | None:
+    if NAME.fullmatch(name) and len(name) <= MAX_NAME_LENGTH:
+        return None
+    shown = name if len(name) <= 60 else f"{name[:60]}..."
+    problem = (f"is {len(name)} characters long" if NAME.fullmatch(name)
+               else "has characters other than letters, digits and _")
+    return FileNameError(f"{kind} name {shown!r} {problem}", file=str(folder),
+                         hint=f"rename the folder using {_NAME_RULE}")
+
+
+def _on(problem: LandingZoneError, table: str) -> LandingZoneError:
+    """The problem, naming its table."""
+    problem.table = table
+    return problem
+
+
+def _without_collisions(tables: list[LandingTable]) -> list[LandingTable]:
+    """Folders that map to one table (names are case-insensitive) or to one model
+    (`<schema>__<table>`) all fail, each naming the others, so that no folder wins by chance
+    (a folder that fails for its own reason keeps that reason)."""
+    claims: dict[str, list[LandingTable]] = defaultdict(list)
+    for table in tables:
+        for key in (table.qualified_name, staging_table_name(table.schema, table.name)):
+            claims[key].append(table)
+    clashes: dict[Path, tuple[str, list[Path]]] = {}
+    for key, claimants in claims.items():
+        if len(claimants) < 2:
+            continue
+        for table in claimants:
+            clashes.setdefault(table.folder, (key, [other.folder for other in claimants
+                                                    if other is not table]))
+    return [replace(table, problem=_collision(table, *clashes[table.folder]))
+            if table.folder in clashes and table.problem is None else table
+            for table in tables]
+
+
+def _collision(table: LandingTable, key: str, others: list[Path]) -> FileNameError:
+    root = table.door.root
+    folders = " and ".join(repr(str(path.relative_to(root))) for path in [table.folder, *others])
+    target = (f"table {key} (names are case-insensitive)" if "." in key else
+              f"model {key} (<schema>.schema/<table> is modelled as <schema>__<table>)")
+    return FileNameError(
+        f"the folders {folders} map to the same {target}", table=table.qualified_name,
+        file=str(table.folder),
+        hint="rename or remove all but one of these folders; none of them is mirrored until then")

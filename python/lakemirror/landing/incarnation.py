@@ -4,35 +4,79 @@ The first time lakemirror stages a table it writes `_lakemirror.json` with a new
 table folder (next to `_ProcessedFiles/`), and records the id with every staged file. A folder
 deleted and created again has no such file (or another id), so lakemirror knows the table was
 recreated: the old mirrored table is dropped and rebuilt from the new folder's files only.
+
+Only a positive signal counts as recreated: a readable mark holding another id, or no mark in a
+folder lakemirror never moved files out of (no `_ProcessedFiles/`). A mark that cannot be read
+(permissions, a link or FIFO in its place, garbled JSON) is an error, never a new folder; a
+mark deleted from a folder that still has `_ProcessedFiles/` is written again.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+from lakemirror.errors import MetadataError
+from lakemirror.landing.discovery import LandingTable
+from lakemirror.landing.zone import LandingZone, parse_json
 
 MARKER = "_lakemirror.json"
 
 
-def read_incarnation(folder: Path) -> str | None:
-    """The folder's incarnation id; None when lakemirror has not marked it (or the mark is
-    unreadable, which counts as a new folder)."""
-    try:
-        return str(json.loads((folder / MARKER).read_text(encoding="utf-8"))["incarnation"])
-    except (OSError, ValueError, KeyError, TypeError):
+@dataclass(frozen=True)
+class FolderMark:
+    """What a table folder says about its incarnation."""
+
+    incarnation: str | None  # the id in the mark; None when the folder has none
+    lost: bool = False  # no mark, but `_ProcessedFiles/` shows lakemirror staged from here
+
+    def recreated(self, recorded: str | None) -> bool:
+        """Whether the folder is another incarnation than the staged one (`recorded`)."""
+        return recorded is not None and not self.lost and self.incarnation != recorded
+
+
+def read_mark(table: LandingTable) -> FolderMark:
+    """The table folder's mark; raises a LandingZoneError when it cannot be read."""
+    incarnation = read_incarnation(table.folder, table.door)
+    if incarnation is not None:
+        return FolderMark(incarnation)
+    return FolderMark(None, lost=table.door.entry(table.processed_folder) is not None)
+
+
+def read_incarnation(folder: Path, zone: LandingZone | None = None) -> str | None:
+    """The id in the folder's mark, read through `zone` (by default the folder's parent);
+    None when the folder holds no mark. Raises a LandingZoneError when the mark cannot be
+    read or is not lakemirror's."""
+    path = folder / MARKER
+    data = (zone or LandingZone(folder.parent)).read_control(path)
+    if data is None:
         return None
+    try:
+        document = parse_json(data)
+    except ValueError as error:
+        raise _garbled(path, str(error)) from error
+    incarnation = document.get("incarnation") if isinstance(document, dict) else None
+    if not isinstance(incarnation, str) or not incarnation:
+        raise _garbled(path, "it holds no incarnation id")
+    return incarnation
 
 
-def mark_incarnation(folder: Path, incarnation: str | None = None) -> str:
+def mark_incarnation(table: LandingTable, incarnation: str | None = None) -> str:
     """Write the folder's incarnation id (a new one unless given) atomically; returns it."""
     incarnation = incarnation or uuid.uuid4().hex
-    partial = folder / f"{MARKER}.partial"
-    partial.write_text(json.dumps({
+    table.door.write_control(table.folder / MARKER, json.dumps({
         "incarnation": incarnation,
-        "note": "written by lakemirror: the id of this table folder's incarnation; deleting "
-                "this file makes lakemirror rebuild the table from the files in the folder"},
-        indent=2), encoding="utf-8")
-    os.replace(partial, folder / MARKER)
+        "note": "written by lakemirror: the id of this table folder's incarnation. A new "
+                "folder (without this file and without _ProcessedFiles/) is mirrored from "
+                "scratch"},
+        indent=2).encode("utf-8"))
     return incarnation
+
+
+def _garbled(path: Path, detail: str) -> MetadataError:
+    return MetadataError(
+        f"{MARKER} is not lakemirror's incarnation mark ({detail})", file=str(path),
+        hint=f"delete {MARKER}: lakemirror writes it again when the folder has _ProcessedFiles/, "
+             "otherwise it rebuilds the table from the files in the folder")

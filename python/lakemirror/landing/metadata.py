@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from lakemirror.errors import MetadataError
 from lakemirror.landing.delimited import DATA_TYPES, ColumnDefinition, DelimitedFormat
+from lakemirror.landing.discovery import LandingTable
+from lakemirror.landing.zone import parse_json
 from lakemirror.reference import INSERT, UPSERT
 
 METADATA_FILE = "_metadata.json"
@@ -47,20 +47,20 @@ class TableMetadata:
         return UPSERT if self.upsert_by_default else INSERT
 
 
-def read_metadata(folder: Path, table: str) -> TableMetadata:
-    """Read `<folder>/_metadata.json`; a missing file means a keyless, insert-only Parquet table."""
-    path = folder / METADATA_FILE
-    if not path.exists():
+def read_metadata(table: LandingTable) -> TableMetadata:
+    """Read the table's `_metadata.json`; a missing file means a keyless, insert-only Parquet
+    table."""
+    path = table.folder / METADATA_FILE
+    data = table.door.read_control(path)
+    if data is None:
         return TableMetadata()
     try:
-        document = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        where = (f": {error.msg} at line {error.lineno}, column {error.colno}"
-                 if isinstance(error, json.JSONDecodeError) else f": {error}")
+        document = parse_json(data)
+    except ValueError as error:
         raise MetadataError(
-            f"{METADATA_FILE} is not valid JSON{where}", table=table, file=str(path),
+            f"{METADATA_FILE} is {error}", table=table.qualified_name, file=str(path),
             hint='write valid UTF-8 JSON such as {"keyColumns": ["id"]}') from error
-    return _MetadataParser(document, table, str(path)).parse()
+    return _MetadataParser(document, table.qualified_name, str(path)).parse()
 
 
 class _MetadataParser:

@@ -3,7 +3,8 @@
 One Delta commit per file, carrying the file's sequence number, name and the table's keys in the
 commit metadata, so the staging table itself records how far ingestion got. A file moves to
 `_ProcessedFiles/` only after its rows are committed; the newest staged file stays in place for
-the publisher.
+the publisher. The landing zone is read, and files are moved, only through its door
+(`landing.zone`); whatever fails, the table fails with a typed error, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +21,6 @@ import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
 from lakemirror.errors import (
-    FileNameError,
     LakemirrorError,
     LandingZoneError,
     MetadataError,
@@ -38,9 +38,9 @@ from lakemirror.landing import (
     read_metadata,
 )
 from lakemirror.landing.changes import BATCH_ROWS
-from lakemirror.landing.discovery import NAME
-from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
+from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
+from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 
@@ -74,43 +74,51 @@ class IngestResult:
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
                  on_file: Callable[[SequenceFile], None] = lambda file: None) -> IngestResult:
-    """Stage every new file of `table` in order; a bad file stops only this table."""
+    """Stage every new file of `table` in order. Never raises: a bad file, a table with a
+    `problem`, or any other failure (disk full, permissions, a bug) fails only this table."""
     staging = StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
     detection = Detection([], [])
     staged_files = staged_rows = staged_bytes = 0
+    warnings: list[str] = []
+    current: Path | None = None  # the file being staged
 
     def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
         pending = len(detection.pending) - staged_files + detection.blocked
         error_class: Literal["user", "system"] | None = (
             None if not isinstance(error, LakemirrorError) else
             "user" if isinstance(error, LandingZoneError) else "system")
-        return IngestResult(table, status, metadata, staged.last_sequence, staged_files,
-                            staged_rows, staged_bytes, pending,
-                            None if error is None else str(error), error_class,
+        return IngestResult(table, status,
+                            replace(metadata, warnings=(*metadata.warnings, *warnings)),
+                            staged.last_sequence, staged_files, staged_rows, staged_bytes,
+                            pending, None if error is None else str(error), error_class,
                             type(error).__name__ if isinstance(error, LakemirrorError) else None)
 
     try:
-        _check_names(table)
-        metadata = read_metadata(table.folder, table.qualified_name)
+        if table.problem is not None:
+            raise table.problem
+        metadata = read_metadata(table)
         staged = staging.staged_files(
             with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
         staging.check_keys(table, metadata)
-        incarnation = staging.incarnation_of(table)
+        incarnation = staging.incarnation_of(table, warn=warnings.append)
         detection = detect_files(table, metadata, staged)
         move_processed(table, detection.staged_in_place)
         for file in detection.pending:
+            current = file.path
             on_file(file)
-            staged_rows += staging.append(open_change_file(table, file, metadata), incarnation)
-            staged_bytes += file.path.stat().st_size
+            with open_change_file(table, file, metadata) as change_file:
+                staged_rows += staging.append(change_file, incarnation)
+            staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
+            current = None
             move_processed(table, [*detection.staged_in_place, *(
                 pending.path for pending in detection.pending[:staged_files])])
             staged_files += 1
         purge_processed(table, retention_days)
-    except LakemirrorError as error:
-        return result("failed", error)
+    except Exception as error:  # the table's error boundary
+        return result("failed", as_failure(error, table, file=current, warehouse=warehouse.root))
     if detection.waiting_for:
         return result("waiting", detection.waiting_for)
     if staged.last_sequence == 0:
@@ -119,14 +127,15 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
 
 
 def move_processed(table: LandingTable, staged_files: list[Path]) -> None:
-    """Move staged files to `_ProcessedFiles/` (callers never pass the newest staged file)."""
-    done = [path for path in staged_files if path.exists()]
+    """Move staged files to `_ProcessedFiles/`, stamped with the time of the move, from which
+    retention counts (callers never pass the newest staged file). `_ProcessedFiles/` must be
+    a real folder of the zone: a link there fails the table, and nothing is moved into it."""
+    door = table.door
+    done = [path for path in staged_files if door.entry(path) is not None]
     if done:
-        table.processed_folder.mkdir(exist_ok=True)
+        door.make_folder(table.processed_folder)
     for path in done:
-        target = table.processed_folder / path.name
-        os.replace(path, target)
-        os.utime(target)  # retention counts from now
+        door.move(path, table.processed_folder)
 
 
 class StagingTable:
@@ -166,17 +175,26 @@ class StagingTable:
         recorded = self._last_commit().get(INCARNATION_KEY)
         return None if recorded is None else str(recorded)
 
-    def incarnation_of(self, table: LandingTable) -> str:
-        """The folder's incarnation id, marking the folder when it has none yet; raises when the
-        folder is another incarnation than the staged files (it must be dropped first)."""
-        recorded, marked = self.incarnation(), read_incarnation(table.folder)
-        if recorded is not None and marked != recorded:
+    def incarnation_of(self, table: LandingTable, *,
+                       warn: Callable[[str], None] = lambda message: None) -> str:
+        """The folder's incarnation id, marking the folder when it has none yet (again, with a
+        warning, when its mark was deleted from the folder it was staged from); raises when the
+        folder is another incarnation than the staged files (it must be dropped first) or its
+        mark cannot be read."""
+        recorded, mark = self.incarnation(), read_mark(table)
+        if mark.recreated(recorded):
             raise MetadataError(
                 "the table folder was deleted and created again since its files were staged",
                 table=table.qualified_name, file=str(table.folder / MARKER),
                 hint="run `lakemirror run` (or `lakemirror ingest`), which drops the old table "
                      "and rebuilds it from the new folder")
-        return marked or mark_incarnation(table.folder, recorded)
+        if mark.incarnation is not None:
+            return mark.incarnation
+        if mark.lost and recorded is not None:
+            warn(f"{MARKER} was deleted from {table.folder}, which still has _ProcessedFiles/: "
+                 "lakemirror wrote it again and goes on (to mirror the table from scratch, "
+                 "delete and recreate the whole folder)")
+        return mark_incarnation(table, recorded)
 
     def append(self, change_file: ChangeFile, incarnation: str) -> int:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
@@ -215,6 +233,10 @@ class StagingTable:
         except Exception as error:  # delta-rs raises plain Exception for schema errors
             if failure:
                 raise failure[0] from error
+            storage = storage_failure(error, table=change_file.table.qualified_name,
+                                      file=change_file.file.path, location=Path(self.path))
+            if storage is not None:
+                raise storage from error
             raise SchemaChangeError(
                 f"could not stage the file: {error}", table=change_file.table.qualified_name,
                 file=str(change_file.file.path),
@@ -238,11 +260,3 @@ class StagingTable:
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
                            file=str(change_file.file.path))
 
-
-def _check_names(table: LandingTable) -> None:
-    for kind, name in (("schema", table.schema), ("table", table.name)):
-        if not NAME.match(name):
-            raise FileNameError(
-                f"{kind} name {name!r} has characters other than letters, digits and _",
-                table=table.qualified_name, file=str(table.folder),
-                hint="rename the folder using letters, digits and underscores")

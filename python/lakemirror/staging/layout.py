@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lakemirror.landing.discovery import staging_table_name as staging_table_name
+
 STAGING_SCHEMA = "_lakemirror_staging"
 CONTROL_SCHEMA = "_lakemirror_control"
 RELATIONS_TABLE = "relations"
@@ -42,7 +44,3 @@ class Warehouse:
     def relations_path(self) -> Path:
         return self.control_path(RELATIONS_TABLE)
 
-
-def staging_table_name(schema: str, table: str) -> str:
-    """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name)."""
-    return f"{schema}__{table}"

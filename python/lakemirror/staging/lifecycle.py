@@ -12,8 +12,10 @@ from typing import Literal
 from deltalake import DeltaTable
 
 from lakemirror.conflicts import retry_on_conflict
+from lakemirror.errors import LakemirrorError
 from lakemirror.landing import LandingTable
-from lakemirror.landing.incarnation import read_incarnation
+from lakemirror.landing.discovery import ALL_TABLES
+from lakemirror.landing.incarnation import read_mark
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.registry import register_relations
@@ -35,18 +37,31 @@ class Retirement:
 
 
 def find_retirements(tables: list[LandingTable], warehouse: Warehouse) -> list[Retirement]:
-    """Staged tables whose folder is gone (deleted) or is another incarnation (recreated)."""
+    """Staged tables whose folder is gone (deleted) or is another incarnation (recreated).
+
+    Only a positive signal retires a table: the zone's listing (`tables`) lacks its folder,
+    or the folder's mark says it is another incarnation. A table with a problem (or in a
+    schema folder that fails as a whole), or whose mark cannot be read, is kept: its ingest
+    fails with the reason, and it goes on once that is fixed."""
     present = {(table.schema, table.name): table for table in tables}
     retirements = []
     for schema, name in staged_tables(warehouse):
-        table = present.get((schema, name))
+        table = present.get((schema, name)) or present.get((schema, ALL_TABLES))
         if table is None:
             retirements.append(Retirement(schema, name, "deleted"))
-            continue
-        recorded = StagingTable(warehouse.staging_path(schema, name)).incarnation()
-        if recorded is not None and read_incarnation(table.folder) != recorded:
+        elif table.problem is None and _recreated(table, warehouse):
             retirements.append(Retirement(schema, name, "recreated"))
     return retirements
+
+
+def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
+    recorded = StagingTable(warehouse.staging_path(table.schema, table.name)).incarnation()
+    if recorded is None:
+        return False
+    try:
+        return read_mark(table).recreated(recorded)
+    except LakemirrorError:
+        return False  # not a positive signal
 
 
 def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:

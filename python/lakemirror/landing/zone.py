@@ -1,0 +1,349 @@
+"""The only door to the landing zone: every listing, read, write, move and delete of a zone
+entry goes through `LandingZone`, and none of them ever leaves the zone.
+
+The zone is untrusted input. Each path is walked from the zone root one folder at a time with
+`O_NOFOLLOW` directory descriptors (`dir_fd=`), so a symbolic link or `..` anywhere below the
+root is refused, never followed. Files are opened without blocking and must be regular files,
+so a FIFO or a device can neither hang a run nor be touched. lakemirror writes, moves and
+deletes only regular files, inside real folders of the zone.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import stat
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
+
+Kind = Literal["file", "folder", "link", "special"]
+CONTROL_FILE_LIMIT = 1 << 20  # _metadata.json, _lakemirror.json, _partnerEvents.json
+LINK_FIX = ("replace the link with the real file or folder; lakemirror never follows links "
+            "out of the landing zone")
+_BUG = "lakemirror only touches entries inside the landing zone: report this as a bug"
+_CHUNK = 1 << 20
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_WANTED: dict[Kind, str] = {"file": "a regular file", "folder": "a folder"}
+_KINDS: tuple[tuple[int, Kind, str], ...] = (
+    (stat.S_IFREG, "file", "a regular file"), (stat.S_IFDIR, "folder", "a directory"),
+    (stat.S_IFLNK, "link", "a symbolic link"), (stat.S_IFIFO, "special", "a FIFO"),
+    (stat.S_IFSOCK, "special", "a socket"), (stat.S_IFCHR, "special", "a character device"),
+    (stat.S_IFBLK, "special", "a block device"))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of a zone folder as it is, links not followed."""
+
+    path: Path
+    kind: Kind
+    what: str  # "a regular file", "a directory", "a symbolic link", "a FIFO", ...
+    size: int
+    mtime_ns: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @classmethod
+    def of(cls, path: Path, status: os.stat_result) -> Entry:
+        kind, what = _kind(status.st_mode)
+        return cls(path, kind, what, status.st_size, status.st_mtime_ns)
+
+
+class Readable(Protocol):
+    """A binary stream (a ZoneFile, a pyarrow input stream)."""
+
+    def read(self, size: int, /) -> bytes | None: ...
+
+
+class ZoneFile(io.FileIO):
+    """A regular zone file open for reading: a plain binary file for pyarrow and the readers."""
+
+    def __init__(self, descriptor: int, path: Path, size: int) -> None:
+        super().__init__(descriptor, "rb", closefd=True)
+        self.path = path
+        self.size = size
+
+
+@dataclass(frozen=True)
+class LandingZone:
+    """The landing zone rooted at `root` (trusted as configured; everything below is not)."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(os.path.abspath(self.root)))
+
+    def entries(self, folder: Path) -> list[Entry]:
+        """The folder's entries by name, each classified without following it."""
+        with self._folder(self._parts(folder)) as descriptor:
+            try:
+                with os.scandir(descriptor) as listing:
+                    names = [item.name for item in listing]
+            except OSError as error:
+                raise access_error(error, folder, "list") from error
+            found = [_lstat(descriptor, name, folder / name) for name in sorted(names)]
+        return [entry for entry in found if entry is not None]  # None: gone meanwhile
+
+    def entry(self, path: Path) -> Entry | None:
+        """The entry at `path` as it is; None when its folder has no such entry."""
+        folder, name = self._split(path)
+        with self._folder(folder) as descriptor:
+            return _lstat(descriptor, name, path)
+
+    def open(self, path: Path) -> ZoneFile:
+        """Open a regular file for reading; never follows a link, never blocks."""
+        folder, name = self._split(path)
+        with self._folder(folder) as descriptor:
+            opened = _open_regular(descriptor, name, path)
+        if opened is None:
+            raise access_error(FileNotFoundError(errno.ENOENT, "gone"), path, "read")
+        return opened
+
+    def read_control(self, path: Path, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
+        """A small control file's bytes (at most `limit`); None when there is no such file."""
+        folder, name = self._split(path)
+        with self._folder(folder) as descriptor:
+            opened = _open_regular(descriptor, name, path)
+        if opened is None:
+            return None
+        with opened:
+            data = read_bounded(chunks(opened), limit) if opened.size <= limit else None
+        if data is None:
+            raise UnsafeEntryError(
+                f"{path.name} is larger than {limit} bytes, too large for a control file",
+                file=str(path), hint=f"write {path.name} with only the keys it needs")
+        return data
+
+    def write_control(self, path: Path, data: bytes) -> None:
+        """Write a control file atomically: a new `<name>.partial` (a leftover one is unlinked,
+        never written through), then a rename in its folder."""
+        folder, name = self._split(path)
+        partial_name, partial_path = f"{name}.partial", path.with_name(f"{name}.partial")
+        with self._folder(folder) as descriptor:
+            if _lstat(descriptor, partial_name, partial_path) is not None:
+                _require(descriptor, partial_name, partial_path, "file")
+                _unlink(descriptor, partial_name, partial_path)
+            try:
+                handle = os.open(partial_name, _WRITE, 0o644, dir_fd=descriptor)
+            except OSError as error:
+                raise _refusal(descriptor, partial_name, partial_path, "file", error,
+                               "write") from error
+            try:
+                with os.fdopen(handle, "wb", closefd=False) as stream:
+                    stream.write(data)
+                os.fsync(handle)
+                os.replace(partial_name, name, src_dir_fd=descriptor, dst_dir_fd=descriptor)
+            except OSError as error:
+                raise access_error(error, path, "write") from error
+            finally:
+                os.close(handle)
+
+    def make_folder(self, path: Path) -> None:
+        """Create a folder unless it exists; an existing entry there must be a real folder."""
+        folder, name = self._split(path)
+        with self._folder(folder) as descriptor:
+            try:
+                os.mkdir(name, 0o777, dir_fd=descriptor)
+            except FileExistsError:
+                pass
+            except OSError as error:
+                raise access_error(error, path, "create") from error
+            _require(descriptor, name, path, "folder")
+
+    def move(self, path: Path, folder: Path) -> Path:
+        """Move a regular file into `folder` (a real zone folder), stamping it with the time of
+        the move; returns its new path."""
+        source, name = self._split(path)
+        target = folder / name
+        with self._folder(source) as source_fd, self._folder(self._parts(folder)) as target_fd:
+            _require(source_fd, name, path, "file")
+            try:
+                os.replace(name, name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+                os.utime(name, dir_fd=target_fd, follow_symlinks=False)
+            except OSError as error:
+                raise access_error(error, path, f"move into {folder}") from error
+        return target
+
+    def delete(self, path: Path) -> None:
+        """Delete a regular file (never a link, a folder or what a link points to)."""
+        folder, name = self._split(path)
+        with self._folder(folder) as descriptor:
+            _require(descriptor, name, path, "file")
+            _unlink(descriptor, name, path)
+
+    def _parts(self, path: Path) -> list[str]:
+        """The names leading from the root to `path` (`..` resolved by name, since no link is
+        ever followed), which must lie inside the zone."""
+        try:
+            return list(Path(os.path.abspath(path)).relative_to(self.root).parts)
+        except ValueError:
+            raise UnsafeEntryError(f"{path} is outside the landing zone {self.root}",
+                                   file=str(path), hint=_BUG) from None
+
+    def _split(self, path: Path) -> tuple[list[str], str]:
+        """The folder names leading to an entry below the root, and the entry's name."""
+        parts = self._parts(path)
+        if not parts:
+            raise UnsafeEntryError(f"{path} is the landing zone itself, not an entry in it",
+                                   file=str(path), hint=_BUG)
+        return parts[:-1], parts[-1]
+
+    @contextmanager
+    def _folder(self, parts: Sequence[str]) -> Iterator[int]:
+        """A descriptor of the folder at `parts`, each one a real folder, not a link."""
+        try:
+            descriptor = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as error:
+            raise access_error(error, self.root, "open") from error
+        try:
+            for depth, name in enumerate(parts):
+                try:
+                    child = os.open(name, _FOLDER, dir_fd=descriptor)
+                except OSError as error:
+                    raise _refusal(descriptor, name, self.root.joinpath(*parts[:depth + 1]),
+                                   "folder", error, "open") from error
+                os.close(descriptor)
+                descriptor = child
+            yield descriptor
+        finally:
+            os.close(descriptor)
+
+
+def read_bounded(pieces: Iterable[bytes], limit: int) -> bytes | None:
+    """All the pieces joined, or None as soon as they hold more than `limit` bytes (so a huge
+    or endless stream never takes more than about `limit` of memory)."""
+    buffer = io.BytesIO()
+    for piece in pieces:
+        if buffer.tell() + len(piece) > limit:
+            return None
+        buffer.write(piece)
+    return buffer.getvalue()
+
+
+def parse_json(data: bytes) -> Any:
+    """A control file's JSON document (UTF-8, a byte order mark allowed); raises ValueError
+    saying what is wrong and where."""
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} at line {error.lineno}, "
+                         f"column {error.colno}") from error
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not valid UTF-8: {error}") from error
+    except RecursionError as error:
+        raise ValueError("not valid JSON: nested too deeply") from error
+
+
+def chunks(stream: Readable) -> Iterator[bytes]:
+    """A binary stream's bytes in chunks."""
+    return iter(partial(_read, stream), b"")
+
+
+def _read(stream: Readable) -> bytes:
+    return stream.read(_CHUNK) or b""
+
+
+def _kind(mode: int) -> tuple[Kind, str]:
+    for file_type, kind, what in _KINDS:
+        if stat.S_IFMT(mode) == file_type:
+            return kind, what
+    return "special", "a special file"
+
+
+def _lstat(descriptor: int, name: str, path: Path) -> Entry | None:
+    try:
+        return Entry.of(path, os.lstat(name, dir_fd=descriptor))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise access_error(error, path, "read") from error
+
+
+def _open_regular(descriptor: int, name: str, path: Path) -> ZoneFile | None:
+    """Open `name` in the folder if it is a regular file (checked before and after opening,
+    so that nothing else is ever opened for long); None when there is no such entry."""
+    found = _lstat(descriptor, name, path)
+    if found is None:
+        return None
+    _require_kind(found, "file")
+    try:
+        handle = os.open(name, _READ, dir_fd=descriptor)
+    except OSError as error:
+        raise _refusal(descriptor, name, path, "file", error, "read") from error
+    opened = Entry.of(path, os.fstat(handle))
+    if opened.kind != "file":
+        os.close(handle)
+        _require_kind(opened, "file")
+    return ZoneFile(handle, path, opened.size)
+
+
+def _require(descriptor: int, name: str, path: Path, kind: Kind) -> None:
+    """`name` in the folder must exist and be of `kind`."""
+    found = _lstat(descriptor, name, path)
+    if found is None:
+        raise access_error(FileNotFoundError(errno.ENOENT, "gone"), path, "find")
+    _require_kind(found, kind)
+
+
+def _require_kind(entry: Entry, kind: Kind) -> None:
+    if entry.kind != kind:
+        raise unsafe_entry(entry, _WANTED[kind])
+
+
+def _unlink(descriptor: int, name: str, path: Path) -> None:
+    try:
+        os.unlink(name, dir_fd=descriptor)
+    except OSError as error:
+        raise access_error(error, path, "delete") from error
+
+
+def unsafe_entry(entry: Entry, wanted: str, *, table: str | None = None) -> UnsafeEntryError:
+    """The error for an entry that is not what the contract needs there."""
+    hint = (LINK_FIX if entry.kind == "link" else
+            f"replace it with {wanted}; lakemirror never opens FIFOs, sockets or devices"
+            if entry.kind == "special" else f"rename or remove it: only {wanted} belongs here")
+    return UnsafeEntryError(f"{entry.path} is {entry.what}, not {wanted}", table=table,
+                            file=str(entry.path), hint=hint)
+
+
+def _refusal(descriptor: int, name: str, path: Path, kind: Kind, error: OSError,
+             action: str) -> LakemirrorError:
+    """Why opening `name` as `kind` failed: the entry is of another kind (a link, a FIFO, a
+    file where a folder belongs), or the system refused access."""
+    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO, errno.EISDIR, errno.EEXIST):
+        found = _lstat(descriptor, name, path)
+        if found is not None and found.kind != kind:
+            return unsafe_entry(found, _WANTED[kind])
+    return access_error(error, path, action)
+
+
+def access_error(error: OSError, path: Path, action: str) -> ZoneAccessError:
+    """A zone read or write (`action`) the system refused, as the user's error to fix."""
+    where = {"file": str(path)}
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return ZoneAccessError(
+            f"permission denied on {path}", **where,
+            hint="let the user running lakemirror read the landing zone and write its table "
+                 "folders (it moves staged files into _ProcessedFiles/)")
+    if error.errno == errno.EROFS:
+        return ZoneAccessError(
+            f"the landing zone is read-only: cannot {action} {path}", **where,
+            hint="mount the landing zone read-write for lakemirror: it moves staged files into "
+                 "_ProcessedFiles/ and writes _lakemirror.json")
+    if error.errno == errno.ENOENT:
+        return ZoneAccessError(f"{path} does not exist", **where,
+                               hint="it disappeared while lakemirror worked on it; run again")
+    return ZoneAccessError(f"cannot {action} {path}: {error.strerror}", **where,
+                           hint="check the landing zone's storage, then run again")
