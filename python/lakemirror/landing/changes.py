@@ -172,9 +172,16 @@ def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMeta
 
 
 def _delta_type(arrow_type: pa.DataType) -> pa.DataType:
-    """Delta has no time-of-day type: times are staged as ISO strings (HH:MM:SS[.ffffff])."""
-    return pa.string() if pa.types.is_time(arrow_type) else arrow_type
+    """Delta has no time-of-day type: times are staged as ISO strings (HH:MM:SS[.ffffff]).
+    Delta's timestamp is an instant in UTC: a timestamp in any other zone is staged as the
+    same instant in UTC."""
+    if pa.types.is_time(arrow_type):
+        return pa.string()
+    if pa.types.is_timestamp(arrow_type) and arrow_type.tz not in (None, "UTC"):
+        return pa.timestamp(arrow_type.unit, tz="UTC")
+    return arrow_type
 
 
 def _to_delta(column: pa.Array) -> pa.Array:
-    return pc.cast(column, pa.string()) if pa.types.is_time(column.type) else column
+    target = _delta_type(column.type)
+    return column if target == column.type else pc.cast(column, target)
