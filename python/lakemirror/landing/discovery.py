@@ -95,9 +95,7 @@ def _schema_tables(door: LandingZone, entry: Entry) -> list[LandingTable]:
     written = entry.name[: -len(SCHEMA_SUFFIX)]
     problem: LandingZoneError | None = _name_problem("schema", written, entry.path)
     try:
-        if entry.kind != "folder":
-            raise unsafe_entry(entry, "a folder")
-        found = door.entries(entry.path)
+        found = door.entries(entry.path)  # refuses a link, a FIFO, ... in place of the folder
     except LandingZoneError as error:
         problem = problem or error
     schema = written.lower()

@@ -173,7 +173,7 @@ class LandingZone:
                 os.replace(name, name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
                 os.utime(name, dir_fd=target_fd, follow_symlinks=False)
             except OSError as error:
-                raise access_error(error, path, f"move into {folder}") from error
+                raise access_error(error, path, "move") from error
         return target
 
     def delete(self, path: Path) -> None:
