@@ -4,8 +4,8 @@
 {% macro _evolve_schema(relation, columns) %}
     {%- set nulls = [] -%}
     {%- for column in columns -%}
-        {%- do nulls.append(
-            'cast(null as ' ~ column.data_type ~ ') as ' ~ adapter.quote(column.name)) -%}
+        {%- do nulls.append('cast(null as ' ~ column.data_type ~ ') as '
+            ~ lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
     {% call statement('evolve_schema') -%}
         merge with schema evolution into {{ relation }} as target

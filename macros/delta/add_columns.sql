@@ -21,7 +21,8 @@
     {%- endif -%}
     {%- set definitions = [] -%}
     {%- for column in columns -%}
-        {%- do definitions.append(adapter.quote(column.name) ~ ' ' ~ column.data_type) -%}
+        {%- do definitions.append(
+            lakemirror.quote_identifier(column.name) ~ ' ' ~ column.data_type) -%}
     {%- endfor -%}
     {% call statement('add_columns') -%}
         alter table {{ relation }} add columns ({{ definitions | join(', ') }})

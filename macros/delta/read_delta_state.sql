@@ -4,12 +4,12 @@
      Returns {'configuration': {...}, 'reader': n, 'writer': n, 'features': [...]}, where
      features are the listed table features or those the legacy versions imply. --#}
 {% macro read_delta_state(location) %}
-    {%- set log = lakemirror._sql_escape(location | replace('`', '')) ~ '/_delta_log' -%}
+    {%- set log = location ~ '/_delta_log' -%}
     {%- set actions = run_query(
         "select get_json_object(line, '$.metaData.configuration') as configuration, "
         ~ "get_json_object(line, '$.protocol') as protocol from ("
         ~ "select path, explode(split(cast(content as string), '\\n')) as line "
-        ~ "from binaryFile.`" ~ log ~ "/*.json`) "
+        ~ "from binaryFile." ~ lakemirror.quote_identifier(log ~ '/*.json') ~ ") "
         ~ "where get_json_object(line, '$.metaData') is not null "
         ~ "or get_json_object(line, '$.protocol') is not null order by path desc") -%}
     {%- set newest = {'configuration': none, 'protocol': none} -%}
@@ -33,8 +33,8 @@
 {#-- metaData configuration and protocol (as JSON) of the newest checkpoint (found by name:
      engines list no hidden files such as _last_checkpoint). --#}
 {% macro _checkpoint_actions(log) %}
-    {%- set newest = run_query("select max(path) as path from binaryFile.`" ~ log
-        ~ "/*.checkpoint*.parquet`").rows[0][0] -%}
+    {%- set newest = run_query("select max(path) as path from binaryFile."
+        ~ lakemirror.quote_identifier(log ~ '/*.checkpoint*.parquet')).rows[0][0] -%}
     {%- if newest is none -%}
         {{ exceptions.raise_compiler_error("lakemirror: " ~ log ~ " holds neither a metaData "
             ~ "and protocol commit nor a checkpoint; is it a Delta table?") }}
@@ -43,7 +43,8 @@
     {%- set checkpoint = run_query(
         "select case when metaData is not null then to_json(metaData.configuration) end "
         ~ "as configuration, case when protocol is not null then to_json(protocol) end "
-        ~ "as protocol from parquet.`" ~ log ~ "/" ~ version ~ ".checkpoint*.parquet` "
+        ~ "as protocol from parquet."
+        ~ lakemirror.quote_identifier(log ~ '/' ~ version ~ '.checkpoint*.parquet') ~ " "
         ~ "where metaData is not null or protocol is not null") -%}
     {%- set actions = {'configuration': none, 'protocol': none} -%}
     {%- for row in checkpoint.rows -%}

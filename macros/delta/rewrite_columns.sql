@@ -23,10 +23,10 @@
         | map(attribute='name') | map('lower') | list -%}
     {%- set values = [] -%}
     {%- for column in columns -%}
-        {%- set value = adapter.quote(column.name)
+        {%- set value = lakemirror.quote_identifier(column.name)
             if column.name | lower in existing else 'null' -%}
         {%- do values.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as '
-            ~ adapter.quote(column.name)) -%}
+            ~ lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
     {#-- Sail's create or replace keeps the old schema unless the write may overwrite it. --#}
     {%- set options = "options ('overwriteSchema' = 'true')"

@@ -17,12 +17,15 @@
     {%- set registry = lakemirror._relations_table() -%}
     {%- set query -%}
         select distinct schema_name, table_name, location from {{ registry }}
-        {%- if schema_name is not none %} where schema_name = '{{ schema_name }}'{% endif %}
+        {%- if schema_name is not none %}
+        where schema_name = '{{ lakemirror._sql_escape(schema_name) }}'
+        {%- endif %}
     {%- endset -%}
     {%- for row in run_query(query) -%}
-        {%- do run_query('create schema if not exists ' ~ adapter.quote(row[0])) -%}
+        {%- do run_query('create schema if not exists ' ~ lakemirror.quote_identifier(row[0])) -%}
         {%- do run_query(
-            'create table if not exists ' ~ adapter.quote(row[0]) ~ '.' ~ adapter.quote(row[1])
+            'create table if not exists ' ~ lakemirror.quote_identifier(row[0]) ~ '.'
+            ~ lakemirror.quote_identifier(row[1])
             ~ " using delta location '" ~ lakemirror._sql_escape(row[2]) ~ "'") -%}
     {%- endfor -%}
     {{ return('') }}

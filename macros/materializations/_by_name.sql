@@ -22,7 +22,7 @@
         {%- if column.name in missing_names -%}
             {%- do values.append('cast(null as ' ~ column.data_type ~ ')') -%}
         {%- else -%}
-            {%- do values.append(prefix ~ adapter.quote(column.name)) -%}
+            {%- do values.append(prefix ~ lakemirror.quote_identifier(column.name)) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(values) }}
@@ -35,7 +35,8 @@
         target, target_columns, adapter.get_columns_in_relation(source)) -%}
     {%- set items = [] -%}
     {%- for column in target_columns -%}
-        {%- do items.append(values[loop.index0] ~ ' as ' ~ adapter.quote(column.name)) -%}
+        {%- do items.append(
+            values[loop.index0] ~ ' as ' ~ lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
     select {{ items | join(', ') }} from {{ source }}
 {% endmacro %}

@@ -21,12 +21,12 @@
         target, target_columns, source_columns, prefix='dbt_internal_source.') -%}
     {%- set names = [] -%}
     {%- for column in target_columns -%}
-        {%- do names.append(adapter.quote(column.name)) -%}
+        {%- do names.append(lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
     {%- set updates = [] -%}
     {%- for column in update_columns -%}
-        {%- do updates.append(adapter.quote(column.name) ~ ' = dbt_internal_source.'
-            ~ adapter.quote(column.name)) -%}
+        {%- do updates.append(lakemirror.quote_identifier(column.name) ~ ' = dbt_internal_source.'
+            ~ lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
     {%- set condition = predicates | join(' and ') -%}
     {%- set sql_header = config.get('sql_header', none) -%}

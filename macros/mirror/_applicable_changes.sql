@@ -6,14 +6,18 @@
     {%- if conditional_column is none -%}
         {{ return('(select * from ' ~ staging ~ ' where _lm_position <= ' ~ batch_end ~ ')') }}
     {%- endif -%}
-    {%- set column = adapter.quote(conditional_column) -%}
+    {%- set column = lakemirror.quote_identifier(conditional_column) -%}
+    {%- set partition = [] -%}
+    {%- for key in keys -%}
+        {%- do partition.append('history.' ~ lakemirror.quote_identifier(key)) -%}
+    {%- endfor -%}
     {%- set query -%}
         (
             select * from (
                 select
                     history.*,
                     max(history.{{ column }}) over (
-                        partition by {% for key in keys %}history.{{ adapter.quote(key) }}{% if not loop.last %}, {% endif %}{% endfor %}
+                        partition by {{ partition | join(', ') }}
                         order by history._lm_position
                         rows between unbounded preceding and 1 preceding
                     ) as _lm_high_water

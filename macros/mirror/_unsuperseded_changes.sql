@@ -10,7 +10,7 @@
         staging, '9223372036854775807', keys, conditional_column) -%}
     select
         {% for column in lakemirror._data_columns(staging) -%}
-        batch.{{ adapter.quote(column) }},
+        batch.{{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         case
             when superseded._lm_superseded is null then batch.__rowMarker__ else 2
@@ -20,14 +20,15 @@
     left join (
         select distinct
             {% for key in keys -%}
-            later.{{ adapter.quote(key) }},
+            later.{{ lakemirror.quote_identifier(key) }},
             {% endfor -%}
             true as _lm_superseded
         from {{ later }} as later
         where later._lm_position > {{ batch_end }} and later.__rowMarker__ in (1, 2, 4)
     ) as superseded
         on {% for key in keys -%}
-        batch.{{ adapter.quote(key) }} <=> superseded.{{ adapter.quote(key) }}
+        batch.{{ lakemirror.quote_identifier(key) }}
+            <=> superseded.{{ lakemirror.quote_identifier(key) }}
         {%- if not loop.last %} and {% endif %}
         {%- endfor %}
     where superseded._lm_superseded is null or batch.__rowMarker__ != 0

@@ -13,10 +13,10 @@
             {{ exceptions.raise_compiler_error(
                 "lakemirror.drop_mirrored_tables: '" ~ table ~ "' is not <schema>.<table>") }}
         {%- endif -%}
-        {%- do run_query('drop table if exists ' ~ adapter.quote(parts[0]) ~ '.'
-            ~ adapter.quote(parts[1])) -%}
+        {%- do run_query('drop table if exists ' ~ lakemirror.quote_identifier(parts[0]) ~ '.'
+            ~ lakemirror.quote_identifier(parts[1])) -%}
         {%- do run_query('drop table if exists _lakemirror_staging.'
-            ~ adapter.quote(parts[0] ~ '__' ~ parts[1])) -%}
+            ~ lakemirror.quote_identifier(parts[0] ~ '__' ~ parts[1])) -%}
         {%- do log('lakemirror: dropped ' ~ table, info=true) -%}
     {%- endfor -%}
 {% endmacro %}

@@ -17,12 +17,15 @@
     last_replace as (
         select
             {% for key in keys -%}
-            {{ adapter.quote(key) }},
+            {{ lakemirror.quote_identifier(key) }},
             {% endfor -%}
             max(_lm_position) as _lm_replace_position
         from changes
         where __rowMarker__ in (1, 2, 4)
-        group by {% for key in keys %}{{ adapter.quote(key) }}{% if not loop.last %}, {% endif %}{% endfor %}
+        group by
+            {%- for key in keys %} {{ lakemirror.quote_identifier(key) }}
+            {%- if not loop.last %},{% endif %}
+            {%- endfor %}
     ),
 
     effective as (
@@ -32,7 +35,8 @@
         from changes
         left join last_replace
             on {% for key in keys -%}
-            changes.{{ adapter.quote(key) }} <=> last_replace.{{ adapter.quote(key) }}
+            changes.{{ lakemirror.quote_identifier(key) }}
+                <=> last_replace.{{ lakemirror.quote_identifier(key) }}
             {%- if not loop.last %} and {% endif %}
             {%- endfor %}
         where
@@ -50,7 +54,7 @@
 
     select
         {% for column in data_columns -%}
-        {{ adapter.quote(column) }},
+        {{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         _lm_position,
         'remove' as _lm_action
@@ -61,7 +65,7 @@
 
     select
         {% for column in data_columns -%}
-        {{ adapter.quote(column) }},
+        {{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         _lm_position,
         'write' as _lm_action

@@ -13,7 +13,8 @@
     ) as source
     on
         {% for key in keys -%}
-        target.{{ adapter.quote(key) }} <=> source.{{ adapter.quote(key) }} and
+        target.{{ lakemirror.quote_identifier(key) }}
+            <=> source.{{ lakemirror.quote_identifier(key) }} and
         {% endfor -%}
         (
             case
@@ -24,12 +25,12 @@
     when matched and source._lm_action = 'remove' then delete
     when not matched and source._lm_action = 'write' then insert (
         {% for column in data_columns -%}
-        {{ adapter.quote(column) }},
+        {{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         _lm_position
     ) values (
         {% for column in data_columns -%}
-        source.{{ adapter.quote(column) }},
+        source.{{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         source._lm_position
     )
