@@ -1,7 +1,8 @@
 {#-- The embedded engine's catalog shows no columns for an attached Delta table, so read the
-     columns from the table itself: names from a zero-row select, types from typeof(). The rows
-     have DESCRIBE's shape (col_name, data_type, comment), in the table's column order, for
-     dbt-spark's parser. --#}
+     columns from the table itself: names from a zero-row select, types from typeof() in one
+     flat stack() (a union per column nests the plan so deep that a wide table crashes the
+     engine). The rows have DESCRIBE's shape (col_name, data_type, comment), in the table's
+     column order, for dbt-spark's parser. --#}
 {% macro spark__get_columns_in_relation_raw(relation) -%}
     {%- if lakemirror.engine_name() != 'sail' -%}
         {% call statement('get_columns_in_relation_raw', fetch_result=True) -%}
@@ -15,9 +16,8 @@
     {%- endif -%}
     {%- set described = [] -%}
     {%- for name in names -%}
-        {%- do described.append(
-            'select ' ~ loop.index ~ " as position, '" ~ lakemirror._sql_escape(name)
-            ~ "' as col_name, typeof(" ~ adapter.quote(name) ~ ') as data_type from probe') -%}
+        {%- do described.append(loop.index ~ ", '" ~ lakemirror._sql_escape(name) ~ "', typeof("
+            ~ lakemirror.quote_identifier(name) ~ ')') -%}
     {%- endfor -%}
     {%- set probe -%}
         with probe as (
@@ -26,10 +26,12 @@
         ),
 
         described as (
-            {{ described | join(' union all ') }}
+            select stack({{ names | length }}, {{ described | join(', ') }})
+                as (position, col_name, data_type)
+            from probe
         )
 
-        {#-- union all keeps no row order: the table's column order comes from position. --#}
+        {#-- a generator's rows keep no order: the table's column order comes from position. --#}
         select col_name, data_type, cast(null as string) as comment
         from described
         order by position
