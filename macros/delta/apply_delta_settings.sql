@@ -32,7 +32,9 @@
         {%- do log("lakemirror: " ~ this ~ ": unset " ~ changes.unset | join(', '), info=true) -%}
         {%- call statement('unset_delta_settings') -%}
             alter table {{ this }} unset tblproperties if exists (
-                '{{ changes.unset | map('string') | join("', '") }}')
+                {%- for key in changes.unset %}
+                '{{ lakemirror._sql_escape(key) }}'{{ ',' if not loop.last }}
+                {%- endfor %})
         {%- endcall -%}
     {%- endif -%}
     {{ return('') }}

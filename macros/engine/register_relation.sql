@@ -14,9 +14,11 @@
     {%- set registry = lakemirror._relations_table() -%}
     {%- set location = lakemirror.warehouse_path(relation.schema, relation.identifier) -%}
     insert into {{ registry }}
-    select '{{ relation.schema }}', '{{ relation.identifier }}', '{{ lakemirror._sql_escape(location) }}'
+    {%- set schema = "'" ~ lakemirror._sql_escape(relation.schema) ~ "'" -%}
+    {%- set identifier = "'" ~ lakemirror._sql_escape(relation.identifier) ~ "'" %}
+    select {{ schema }}, {{ identifier }}, '{{ lakemirror._sql_escape(location) }}'
     where not exists (
         select 1 from {{ registry }}
-        where schema_name = '{{ relation.schema }}' and table_name = '{{ relation.identifier }}'
+        where schema_name = {{ schema }} and table_name = {{ identifier }}
     )
 {% endmacro %}

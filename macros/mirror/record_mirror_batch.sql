@@ -10,7 +10,7 @@
     select relation_name, invocation_id, 'applied', batch_end, cast(current_timestamp() as string)
     from {{ batches }}
     where
-        relation_name = '{{ this.schema }}.{{ this.identifier }}'
+        relation_name = '{{ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) }}'
         and invocation_id = '{{ invocation_id }}'
         and kind = 'claimed'
 {% endmacro %}

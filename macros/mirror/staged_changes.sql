@@ -7,13 +7,14 @@
 
 {% macro default__staged_changes(staging) %}
     {%- set batches = lakemirror._mirror_batches_table() if execute else '_lakemirror_control.mirror_batches' -%}
-    {%- set relation_name = this.schema ~ '.' ~ this.identifier -%}
+    {%- set relation_name = "'"
+        ~ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) ~ "'" -%}
     {%- set keys = config.get('unique_key') or [] -%}
     {%- set keys = [keys] if keys is string else keys -%}
     {%- set claimed -%}
         (
             select max(batch_end) from {{ batches }}
-            where relation_name = '{{ relation_name }}'
+            where relation_name = {{ relation_name }}
                 and invocation_id = '{{ invocation_id }}' and kind = 'claimed'
         )
     {%- endset -%}
@@ -26,7 +27,7 @@
             where
                 _lm_position > (
                     select coalesce(max(batch_end), 0) from {{ batches }}
-                    where relation_name = '{{ relation_name }}' and kind = 'applied'
+                    where relation_name = {{ relation_name }} and kind = 'applied'
                 )
         )
         {%- endset -%}
@@ -40,7 +41,7 @@
         {%- set data_columns = lakemirror._data_columns(staging) -%}
         select
             {% for column in data_columns -%}
-            {{ adapter.quote(column) }},
+            {{ lakemirror.quote_identifier(column) }},
             {% endfor -%}
             _lm_position
         from ({{ lakemirror.mirror_actions_sql(changes, keys, data_columns) }}) as actions
