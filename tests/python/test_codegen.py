@@ -4,26 +4,58 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import jinja2
+import pytest
 import yaml
+from dbt.clients.jinja import get_rendered
 
 from lakemirror.codegen import MirrorModel, write_model
 
 from conftest import REPO, copy_project
 
 
+def render_model(sql: str) -> dict:
+    """What the generated SQL passes to config() and to lakemirror.staged_changes(source())."""
+    calls: dict = {}
+    jinja2.Environment().from_string(sql).render(
+        config=lambda **kwargs: calls.update(config=kwargs) or "",
+        source=lambda *names: names,
+        lakemirror=SimpleNamespace(staged_changes=lambda s: calls.update(source=s) or ""))
+    return calls
+
+
 def test_generated_model_names_keys_strategy_and_source(tmp_path):
     outcomes = write_model(tmp_path, MirrorModel("sales", "orderlines", ("OrderID", "Line'No")))
     sql_path = tmp_path / "models/mirror/sales/sales__orderlines.sql"
     assert set(outcomes.values()) == {"created"}
-    sql = sql_path.read_text()
-    assert "incremental_strategy='mirror'" in sql
-    assert "unique_key=['OrderID', 'Line\\'No']" in sql
-    assert "source('lakemirror_staging', 'sales__orderlines')" in sql
+    calls = render_model(sql_path.read_text())
+    assert calls["config"] == {
+        "materialized": "incremental", "incremental_strategy": "mirror",
+        "unique_key": ["OrderID", "Line'No"], "schema": "sales", "alias": "orderlines"}
+    assert calls["source"] == ("lakemirror_staging", "sales__orderlines")
     document = yaml.safe_load((tmp_path / "models/mirror/sales/sales__orderlines.yml").read_text())
     [model] = document["models"]
-    assert [column["name"] for column in model["columns"]] == ["OrderID", "Line'No",
-                                                               "_lm_position"]
+    assert [get_rendered(column["name"], {}) for column in model["columns"]] == [
+        "OrderID", "Line'No", "_lm_position"]
+    assert [column["data_tests"] for column in model["columns"]] == [
+        ["lakemirror.not_null_column"], ["lakemirror.not_null_column"], ["not_null", "unique"]]
+
+
+@pytest.mark.parametrize("name", [
+    "{{ env_var('LM_SECRET_PROBE') }}", "note{#1", "{% raw %}", "a`b", "it's \"q\" \\",
+    "line\nbreak", "é 😀"])
+def test_generated_files_hold_names_only_as_inert_text(tmp_path, name):
+    write_model(tmp_path, MirrorModel("dbo", "t", (name, "id"), conditional_column=name))
+    sql = (tmp_path / "models/mirror/dbo/dbo__t.sql").read_text()
+    yml = (tmp_path / "models/mirror/dbo/dbo__t.yml").read_text()
+    assert name not in sql and name not in yml
+    config = render_model(sql)["config"]
+    assert (config["unique_key"], config["conditional_update_column"]) == ([name, "id"], name)
+    [model] = yaml.safe_load(yml)["models"]
+    assert get_rendered(model["columns"][0]["name"], {}) == name
+    assert name in get_rendered(model["description"], {})
 
 
 def test_regenerating_keeps_an_edited_file_and_refreshes_an_untouched_one(tmp_path):

@@ -7,12 +7,12 @@ was edited by someone and is left alone.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from lakemirror.codegen.quoting import dbt_yaml_text, jinja_string, yaml_string
 from lakemirror.staging.layout import staging_table_name
 
 MIRROR_FOLDER = Path("models") / "mirror"
@@ -34,48 +34,56 @@ class MirrorModel:
         return staging_table_name(self.schema, self.table)
 
     def sql(self) -> str:
-        keys = ", ".join(_sql_string(key) for key in self.key_columns)
+        """The model's SQL. Every name is a jinja string literal (see `jinja_string`), so no
+        name from the landing zone is ever read as jinja or SQL."""
+        keys = ", ".join(map(jinja_string, self.key_columns))
         conditional = ""
-        if self.conditional_column:
-            column = _sql_string(self.conditional_column)
+        if self.conditional_column is not None:
+            column = jinja_string(self.conditional_column)
             conditional = f"\n        conditional_update_column={column},"
         return f"""{{{{
     config(
         materialized='incremental',
         incremental_strategy='mirror',
         unique_key=[{keys}],{conditional}
-        schema='{self.schema}',
-        alias='{self.table}'
+        schema={jinja_string(self.schema)},
+        alias={jinja_string(self.table)}
     )
 }}}}
 
--- Current state of landing-zone table {self.schema}.{self.table}. The staged changes not yet
--- applied are read here; the `mirror` strategy collapses them per key in change order and
+-- Current state of the landing-zone table this file is named after. The staged changes not
+-- yet applied are read here; the `mirror` strategy collapses them per key in change order and
 -- MERGEs them, so re-running is always safe.
-{{{{ lakemirror.staged_changes(source('lakemirror_staging', '{self.name}')) }}}}
+{{{{ lakemirror.staged_changes(source('lakemirror_staging', {jinja_string(self.name)})) }}}}
 """
 
     def yml(self) -> str:
+        """The model's yml. dbt renders yml values as jinja, so each value holding a name is an
+        inert jinja expression of it (see `dbt_yaml_text`); key columns are tested with
+        lakemirror.not_null_column, which quotes the name itself (`quote: false` keeps dbt's
+        unescaped quoting out)."""
         keys = "".join(f"""
-      - name: {json.dumps(key)}
+      - name: {dbt_yaml_text(key)}
         description: Key column (keyColumns in _metadata.json).
-        quote: true
+        quote: false
         data_tests:
-          - not_null""" for key in self.key_columns)
+          - lakemirror.not_null_column""" for key in self.key_columns)
         key_text = ", ".join(self.key_columns) or "none: inserts only"
+        qualified = f"{self.schema}.{self.table}"
+        source_text = f"Change log of {qualified} staged from the landing zone."
+        model_text = f"Mirror of landing-zone table {qualified} (keys: {key_text})."
         return f"""version: 2
 
 sources:
   - name: lakemirror_staging
     schema: _lakemirror_staging
     tables:
-      - name: {self.name}
-        description: Change log of {self.schema}.{self.table} staged from the landing zone.
+      - name: {yaml_string(self.name)}
+        description: {dbt_yaml_text(source_text)}
 
 models:
-  - name: {self.name}
-    description: >
-      Mirror of landing-zone table {self.schema}.{self.table} (keys: {key_text}).
+  - name: {yaml_string(self.name)}
+    description: {dbt_yaml_text(model_text)}
     columns:{keys}
       - name: _lm_position
         description: Change position (file sequence * 10^10 + row) that wrote the row.
@@ -121,7 +129,7 @@ def _disabled_yml(name: str) -> str:
     return f"""version: 2
 
 models:
-  - name: {name}
+  - name: {yaml_string(name)}
     description: >
       Its landing-zone folder was deleted, so lakemirror dropped the mirrored table. You edited
       the model's SQL, so lakemirror kept it, disabled. Delete both files when you no longer
@@ -155,7 +163,3 @@ def _write_generated(path: Path, body: str, comment: str) -> Outcome:
 
 def _checksum(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
