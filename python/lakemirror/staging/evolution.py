@@ -19,7 +19,6 @@ from lakemirror.errors import ColumnError, SchemaChangeError
 
 NULL_TYPE = "void"
 WIDENING_CHAINS = (("byte", "short", "integer", "long"), ("float", "double"))
-UNQUOTABLE = ("`", "\n", "\r")
 
 
 @dataclass(frozen=True)
@@ -116,14 +115,26 @@ def _widens(narrow: str, wide: str) -> bool:
 def _check_names(incoming: pa.Schema, where: dict[str, str]) -> None:
     seen: dict[str, str] = {}
     for name in incoming.names:
-        if any(character in name for character in UNQUOTABLE):
-            raise ColumnError(f"column name {name!r} holds a backtick or a line break",
+        if problem := _unlistable(name):
+            raise ColumnError(f"column name {name!r} {problem}",
                               hint="rename the column in the source", **where)
         if name.lower() in seen:
             raise ColumnError(
                 f"columns {seen[name.lower()]!r} and {name!r} differ only by case; Delta treats "
                 "them as one column", hint="rename one of them in the source", **where)
         seen[name.lower()] = name
+
+
+def _unlistable(name: str) -> str | None:
+    """Why no engine can carry the column name, if so. Any other name works: generated code
+    quotes it. A NUL ends the name in the Delta log (delta-rs cuts it there), and dbt-spark
+    reads an empty name, or one starting with '#', as the end of a table's column list."""
+    if "\x00" in name:
+        return "holds a NUL character, which ends a name in the Delta log"
+    if not name or name.startswith("#"):
+        return ("is empty or starts with '#', which dbt-spark reads as the end of a table's "
+                "column list")
+    return None
 
 
 def _describe(spec: Any) -> str:
