@@ -89,7 +89,7 @@ class MirrorService:
             dropped = self.drop_retired(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             staged = [result for result in ingested if self._is_staged(result)]
-            nodes = self.build(scope, skip=_damaged(ingested)) if staged else []
+            nodes = self.build(scope, damaged=self._damaged(ingested)) if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
             return dropped + statuses
@@ -188,6 +188,13 @@ class MirrorService:
                 (mirrored, f"restore {mirrored}/_delta_log from a backup, or delete the folder "
                            f"{mirrored}: the next run rebuilds it from the staged changes")]
 
+    def _damaged(self, ingested: list[IngestResult]) -> dict[str, list[str]]:
+        """Models of tables whose Delta log is damaged, and their tables' locations: they are
+        neither built nor attached."""
+        return {staging_table_name(result.table.schema, result.table.name): [
+                    str(path) for path, _ in self._owned_tables(result.table)]
+                for result in ingested if result.error_type == CorruptTableError.__name__}
+
     def _control_damage(self) -> CorruptTableError | None:
         """A damaged control table stops every table: it holds what each has applied."""
         for path in sorted(self.layout.control_root.glob("*")):
@@ -244,19 +251,24 @@ class MirrorService:
         return DeltaTable.is_deltatable(
             str(self.layout.staging_path(result.table.schema, result.table.name)))
 
-    def build(self, scope: Scope | None = None, *, skip: frozenset[str] = frozenset()
-              ) -> list[NodeResult]:
+    def build(self, scope: Scope | None = None, *,
+              damaged: dict[str, list[str]] | None = None) -> list[NodeResult]:
         """`dbt build` on the configured target, limited to the scope's mirror models when
-        tables were selected, and never building another run's tables nor the `skip`ped
-        models; models that lost a commit conflict are built again with backoff, and those an
-        engine crash interrupted once more on a fresh engine."""
-        selection = self._selection(scope, skip) if scope is not None else []
+        tables were selected, and never building another run's tables nor the `damaged` ones
+        (model → locations, which are not attached either); models that lost a commit conflict
+        are built again with backoff, and those an engine crash interrupted once more on a
+        fresh engine."""
+        damaged = damaged or {}
+        selection = self._selection(scope, frozenset(damaged)) if scope is not None else []
+        extra = (("--vars", json.dumps({**self.dbt_vars, "lakemirror_damaged_locations": sorted(
+            location for locations in damaged.values() for location in locations)}))
+            if damaged else ())
         self.progress(f"dbt build {' '.join(selection)}".rstrip())
         try:
-            nodes = self._dbt("build", *selection)
+            nodes = self._dbt("build", *selection, *extra)
         except EngineCrashError as crash:
             nodes = rebuild_after_crash(crash, lambda models: self._dbt(
-                "build", "--select", *models), progress=self.progress)
+                "build", "--select", *models, *extra), progress=self.progress)
         return self._rebuild_conflicts(nodes)
 
     def _selection(self, scope: Scope, skip: frozenset[str] = frozenset()) -> list[str]:
@@ -320,12 +332,6 @@ class MirrorService:
         except Exception:  # a damaged table: its status already says why
             rows = None
         return table_status(result, nodes, rows, attempts=self.backoff.attempts)
-
-
-def _damaged(ingested: list[IngestResult]) -> frozenset[str]:
-    """Models of tables whose Delta log is damaged: they are not built at all."""
-    return frozenset(staging_table_name(result.table.schema, result.table.name)
-                     for result in ingested if result.error_type == CorruptTableError.__name__)
 
 
 _child_engine: ChildEngine | None = None

@@ -55,13 +55,11 @@ def find_retirements(tables: list[LandingTable], warehouse: Warehouse) -> list[R
 
 
 def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
-    recorded = StagingTable(warehouse.staging_path(table.schema, table.name)).incarnation()
-    if recorded is None:
-        return False
     try:
-        return read_mark(table).recreated(recorded)
-    except LakemirrorError:
-        return False  # not a positive signal
+        recorded = StagingTable(warehouse.staging_path(table.schema, table.name)).incarnation()
+        return recorded is not None and read_mark(table).recreated(recorded)
+    except Exception:  # an unreadable mark or staging log is not a positive signal: the
+        return False   # table's ingest fails with the reason
 
 
 def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
