@@ -21,7 +21,9 @@
         where schema_name = '{{ lakemirror._sql_escape(schema_name) }}'
         {%- endif %}
     {%- endset -%}
-    {%- for row in run_query(query) -%}
+    {#-- lakemirror run leaves out tables whose Delta log it found damaged. --#}
+    {%- set unavailable = var('lakemirror_damaged_locations', []) -%}
+    {%- for row in run_query(query) if row[2] not in unavailable -%}
         {%- do run_query('create schema if not exists ' ~ lakemirror.quote_identifier(row[0])) -%}
         {%- do run_query(
             'create table if not exists ' ~ lakemirror.quote_identifier(row[0]) ~ '.'
