@@ -325,6 +325,25 @@ def test_the_door_never_follows_a_link(world):
     assert (world.bad / FILE_1).exists()
 
 
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_the_mark_is_never_written_through_a_leftover_partial_file(world, link):
+    fresh = write_table(world.zone / "Fresh", FIRST)
+    partial, target = fresh / f"{MARKER}.partial", world.outside / "folder" / "data.parquet"
+    if link == "symbolic":
+        partial.symlink_to(target)
+    else:
+        os.link(target, partial)
+    results = world.ingest()
+    if link == "symbolic":
+        assert results["dbo.fresh"].error_type == "UnsafeEntryError"
+        assert f"{MARKER}.partial is a symbolic link, not a regular file" in \
+            results["dbo.fresh"].error
+    else:  # a hard link is a file of the zone: unlinked, never written through
+        assert results["dbo.fresh"].status == "replicating", results["dbo.fresh"].error
+        assert read_incarnation(fresh) is not None and not partial.exists()
+    world.check_contained(results)
+
+
 def test_a_path_outside_the_zone_is_refused_by_the_door(world):
     door = zone_module.LandingZone(world.zone)
     for path in (world.outside / "folder" / FILE_1, world.zone / ".." / "outside" / "folder"):
