@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +77,17 @@ def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any
 
 def as_multiset(rows: Sequence[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     return Counter(tuple(sorted(row.items())) for row in rows)
+
+
+@contextmanager
+def fail_if_hung(seconds: int, what: str) -> Iterator[None]:
+    """Raise TimeoutError in the block after `seconds`, instead of hanging the test suite."""
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(what)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

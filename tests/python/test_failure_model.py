@@ -17,7 +17,7 @@ import pytest
 
 import lakemirror.service as service_module
 from lakemirror.reference import ROW_MARKER, apply_changes
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import as_multiset, fail_if_hung, mirror_setup, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -32,13 +32,8 @@ def expected(*files: list[dict]) -> object:
 @pytest.fixture
 def no_hang() -> Iterator[None]:
     """Fail the test instead of hanging it, should the engine watchdog not work."""
-    def timeout(*_: object) -> None:
-        raise TimeoutError("the run hung")
-    previous = signal.signal(signal.SIGALRM, timeout)
-    signal.alarm(600)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fail_if_hung(600, "the run hung"):
+        yield
 
 
 def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) -> None:

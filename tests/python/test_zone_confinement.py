@@ -17,7 +17,6 @@ import json
 import os
 import pwd
 import shutil
-import signal
 import socket
 import tempfile
 import tracemalloc
@@ -39,6 +38,8 @@ from lakemirror.reference import ROW_MARKER
 from lakemirror.staging import IngestResult, StagingTable, Warehouse, ingest_table
 from lakemirror.staging import ingest as ingest_module
 from lakemirror.staging.lifecycle import find_retirements
+
+from conftest import fail_if_hung
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -127,13 +128,8 @@ def world(tmp_path: Path) -> World:
 @pytest.fixture(autouse=True)
 def no_hang() -> Iterator[None]:
     """A blocking open of a FIFO would hang forever: fail the test instead."""
-    def hung(signum: int, frame: object) -> None:
-        raise TimeoutError("lakemirror blocked on a landing-zone entry")
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with fail_if_hung(60, "lakemirror blocked on a landing-zone entry"):
+        yield
 
 
 def fifo(path: Path) -> None:
