@@ -340,6 +340,17 @@ def test_the_mark_is_never_written_through_a_leftover_partial_file(world, link):
     world.check_contained(results)
 
 
+def test_a_hard_linked_file_is_moved_and_purged_by_its_zone_name_only(world):
+    (world.bad / FILE_1).unlink()
+    os.link(world.outside / "folder" / FILE_1, world.bad / FILE_1)  # the same rows
+    pq.write_table(pa.Table.from_pylist(SECOND, schema=SCHEMA), world.bad / FILE_2)
+    world.ingest()
+    results = world.ingest()  # moves file 1 into _ProcessedFiles/, then purges it
+    assert results["dbo.bad"].status == "replicating", results["dbo.bad"].error
+    assert not (world.bad / FILE_1).exists() and world.staged("bad") == FIRST + SECOND
+    world.check_contained(results)  # the outside name keeps its content and time
+
+
 def test_a_path_outside_the_zone_is_refused_by_the_door(world):
     door = zone_module.LandingZone(world.zone)
     for path in (world.outside / "folder" / FILE_1, world.zone / ".." / "outside" / "folder"):

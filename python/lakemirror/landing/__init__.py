@@ -15,10 +15,11 @@ from lakemirror.landing.discovery import (
     sequence_file_name,
 )
 from lakemirror.landing.metadata import TableMetadata, read_metadata
+from lakemirror.landing.zone import Entry, LandingZone, ZoneFile
 
 __all__ = [
     "DATA_TYPES", "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "ColumnDefinition",
-    "DelimitedFormat", "Detection", "LandingTable", "SequenceFile", "StagedFiles", "TableMetadata",
-    "detect_files", "discover_tables", "open_change_file", "read_delimited", "read_metadata",
-    "sequence_file_name",
+    "DelimitedFormat", "Detection", "Entry", "LandingTable", "LandingZone", "SequenceFile",
+    "StagedFiles", "TableMetadata", "ZoneFile", "detect_files", "discover_tables",
+    "open_change_file", "read_delimited", "read_metadata", "sequence_file_name",
 ]

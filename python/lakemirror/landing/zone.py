@@ -26,7 +26,7 @@ from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
 
 Kind = Literal["file", "folder", "link", "special"]
 CONTROL_FILE_LIMIT = 1 << 20  # _metadata.json, _lakemirror.json, _partnerEvents.json
-LINK_FIX = ("replace the link with the real file or folder; lakemirror never follows links "
+_LINK_FIX = ("replace the link with the real file or folder; lakemirror never follows links "
             "out of the landing zone")
 _BUG = "lakemirror only touches entries inside the landing zone: report this as a bug"
 _CHUNK = 1 << 20
@@ -108,7 +108,7 @@ class LandingZone:
         with self._folder(folder) as descriptor:
             opened = _open_regular(descriptor, name, path)
         if opened is None:
-            raise access_error(FileNotFoundError(errno.ENOENT, "gone"), path, "read")
+            raise _gone(path)
         return opened
 
     def read_control(self, path: Path, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
@@ -164,14 +164,16 @@ class LandingZone:
 
     def move(self, path: Path, folder: Path) -> Path:
         """Move a regular file into `folder` (a real zone folder), stamping it with the time of
-        the move; returns its new path."""
+        the move, unless it is hard-linked: its time is shared with its other names, which may
+        lie outside the zone. Returns its new path."""
         source, name = self._split(path)
         target = folder / name
         with self._folder(source) as source_fd, self._folder(self._parts(folder)) as target_fd:
             _require(source_fd, name, path, "file")
             try:
                 os.replace(name, name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
-                os.utime(name, dir_fd=target_fd, follow_symlinks=False)
+                if os.lstat(name, dir_fd=target_fd).st_nlink == 1:
+                    os.utime(name, dir_fd=target_fd, follow_symlinks=False)
             except OSError as error:
                 raise access_error(error, path, "move") from error
         return target
@@ -293,7 +295,7 @@ def _require(descriptor: int, name: str, path: Path, kind: Kind) -> None:
     """`name` in the folder must exist and be of `kind`."""
     found = _lstat(descriptor, name, path)
     if found is None:
-        raise access_error(FileNotFoundError(errno.ENOENT, "gone"), path, "find")
+        raise _gone(path)
     _require_kind(found, kind)
 
 
@@ -309,9 +311,14 @@ def _unlink(descriptor: int, name: str, path: Path) -> None:
         raise access_error(error, path, "delete") from error
 
 
+def _gone(path: Path) -> ZoneAccessError:
+    return ZoneAccessError(f"{path} does not exist", file=str(path),
+                           hint="it disappeared while lakemirror worked on it; run again")
+
+
 def unsafe_entry(entry: Entry, wanted: str, *, table: str | None = None) -> UnsafeEntryError:
     """The error for an entry that is not what the contract needs there."""
-    hint = (LINK_FIX if entry.kind == "link" else
+    hint = (_LINK_FIX if entry.kind == "link" else
             f"replace it with {wanted}; lakemirror never opens FIFOs, sockets or devices"
             if entry.kind == "special" else f"rename or remove it: only {wanted} belongs here")
     return UnsafeEntryError(f"{entry.path} is {entry.what}, not {wanted}", table=table,
@@ -343,7 +350,6 @@ def access_error(error: OSError, path: Path, action: str) -> ZoneAccessError:
             hint="mount the landing zone read-write for lakemirror: it moves staged files into "
                  "_ProcessedFiles/ and writes _lakemirror.json")
     if error.errno == errno.ENOENT:
-        return ZoneAccessError(f"{path} does not exist", **where,
-                               hint="it disappeared while lakemirror worked on it; run again")
+        return _gone(path)
     return ZoneAccessError(f"cannot {action} {path}: {error.strerror}", **where,
                            hint="check the landing zone's storage, then run again")
