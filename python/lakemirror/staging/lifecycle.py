@@ -12,7 +12,6 @@ from typing import Literal
 from deltalake import DeltaTable
 
 from lakemirror.conflicts import retry_on_conflict
-from lakemirror.errors import LakemirrorError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.discovery import ALL_TABLES
 from lakemirror.landing.incarnation import read_mark
