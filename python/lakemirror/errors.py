@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from lakemirror.build import NodeResult
@@ -13,6 +13,7 @@ class LakemirrorError(Exception):
     """Base error; the CLI turns it into a clean message and an exit code."""
 
     exit_code = 1
+    error_class: Literal["user", "system"] = "system"  # user: the landing zone must change
 
     def __init__(self, message: str, *, table: str | None = None, file: str | None = None,
                  hint: str | None = None) -> None:
@@ -41,6 +42,8 @@ class ConfigError(LakemirrorError):
 
 class LandingZoneError(LakemirrorError):
     """A landing-zone file or folder breaks the open mirroring contract."""
+
+    error_class: Literal["user", "system"] = "user"
 
 
 class MetadataError(LandingZoneError):

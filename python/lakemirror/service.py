@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,7 +156,7 @@ class MirrorService:
         """Stage new files of every table; register staging tables; generate missing models."""
         self._record_partner()
         control_damage = self._control_damage()
-        ingested = [failed_ingest(table, control_damage) if control_damage
+        ingested = [failed_ingest(table, control_damage, self.warehouse) if control_damage
                     else self._ingest_table(table) for table in tables]
         staged = [result for result in ingested if self._is_staged(result)]
         register_relations(self.layout, [
@@ -174,7 +174,7 @@ class MirrorService:
             result = ingest_table(table, self.layout, retention_days=self.retention_days,
                                   on_file=lambda file: self.progress(f"  stage {file.path.name}"))
         except Exception as error:  # one table's failure stays its own
-            return failed_ingest(table, error)
+            return failed_ingest(table, error, self.warehouse)
         for warning in result.metadata.warnings:
             self.progress(f"  warning: {warning}")
         return result
@@ -198,6 +198,8 @@ class MirrorService:
     def _control_damage(self) -> CorruptTableError | None:
         """A damaged control table stops every table: it holds what each has applied."""
         for path in sorted(self.layout.control_root.glob("*")):
+            if not path.is_dir():
+                continue
             try:
                 check_newest_commit(path, table=f"_lakemirror_control.{path.name}",
                                     recovery=f"restore {path}/_delta_log from a backup")
@@ -215,7 +217,7 @@ class MirrorService:
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
         except OSError as error:
-            return failed_ingest(result.table, error, result)
+            return failed_ingest(result.table, error, self.warehouse, result)
         return result
 
     def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], scope: Scope,
@@ -260,15 +262,15 @@ class MirrorService:
         fresh engine."""
         damaged = damaged or {}
         selection = self._selection(scope, frozenset(damaged)) if scope is not None else []
-        extra = (("--vars", json.dumps({**self.dbt_vars, "lakemirror_damaged_locations": sorted(
-            location for locations in damaged.values() for location in locations)}))
-            if damaged else ())
+        unattached = {"lakemirror_damaged_locations": sorted(
+            location for locations in damaged.values() for location in locations)}
+        extra_vars = unattached if damaged else {}
         self.progress(f"dbt build {' '.join(selection)}".rstrip())
         try:
-            nodes = self._dbt("build", *selection, *extra)
+            nodes = self._dbt("build", *selection, extra_vars=extra_vars)
         except EngineCrashError as crash:
             nodes = rebuild_after_crash(crash, lambda models: self._dbt(
-                "build", "--select", *models, *extra), progress=self.progress)
+                "build", "--select", *models, extra_vars=extra_vars), progress=self.progress)
         return self._rebuild_conflicts(nodes)
 
     def _selection(self, scope: Scope, skip: frozenset[str] = frozenset()) -> list[str]:
@@ -298,17 +300,20 @@ class MirrorService:
             nodes = [again.pop(node.unique_id, node) for node in nodes] + list(again.values())
         return nodes
 
-    def _dbt(self, command: str, *args: str) -> list[NodeResult]:
-        """Run a dbt command on the configured target, with a watched engine for `embedded`;
-        raises EngineCrashError, carrying the nodes dbt finished, when the engine was lost."""
+    def _dbt(self, command: str, *args: str,
+             extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
+        """Run a dbt command on the configured target (with `extra_vars` besides the service's
+        own), with a watched engine for `embedded`; raises EngineCrashError, carrying the
+        nodes dbt finished, when the engine was lost."""
         env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse)}
+        dbt_vars = {**self.dbt_vars, **(extra_vars or {})}
         if self.target != "embedded":
-            return self._dbt_invoke(command, args, env)
+            return self._dbt_invoke(command, args, env, dbt_vars)
         address, engine = embedded_engine()
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         with watchdog(engine, self.engine_timeout) as watch:
-            nodes = self._dbt_invoke(command, args, env)
+            nodes = self._dbt_invoke(command, args, env, dbt_vars)
         if watch.reason is None:
             return nodes
         engine.kill()
@@ -318,10 +323,10 @@ class MirrorService:
                                     "brings it down again, run it alone with --table and "
                                     "report it")
 
-    def _dbt_invoke(self, command: str, args: tuple[str, ...], env: dict[str, str]
-                    ) -> list[NodeResult]:
+    def _dbt_invoke(self, command: str, args: tuple[str, ...], env: dict[str, str],
+                    dbt_vars: Mapping[str, object]) -> list[NodeResult]:
         return dbt_invoke(command, self.project_dir, profiles_dir=self.project_dir / "profiles",
-                          target=self.target, env=env, dbt_vars=self.dbt_vars,
+                          target=self.target, env=env, dbt_vars=dbt_vars,
                           extra_args=(*args, *(("--log-level", "none") if self.quiet else ())),
                           warm=self.warm)
 

@@ -6,41 +6,26 @@ a failing dbt test on a mirrored model makes the table `degraded`."""
 from __future__ import annotations
 
 import dataclasses
-import errno
 from collections.abc import Callable, Sequence
-from typing import Literal
+from pathlib import Path
 
 from lakemirror.build import NodeResult
 from lakemirror.conflicts import classify_conflict
-from lakemirror.errors import EngineCrashError, LakemirrorError, LandingZoneError
+from lakemirror.errors import EngineCrashError
 from lakemirror.landing import LandingTable
 from lakemirror.staging import IngestResult, staging_table_name
+from lakemirror.staging.failures import as_failure
 from lakemirror.status import TableStatus
 
 
-def failed_ingest(table: LandingTable, error: BaseException,
+def failed_ingest(table: LandingTable, error: Exception, warehouse: Path,
                   base: IngestResult | None = None) -> IngestResult:
-    """`table`'s failed ingest result for any error; `base` keeps what was staged before."""
-    if not isinstance(error, LakemirrorError):
-        error = LakemirrorError(_unexpected(error), table=table.qualified_name,
-                                hint=_unexpected_hint(error))
-    error_class: Literal["user", "system"] = (
-        "user" if isinstance(error, LandingZoneError) else "system")
+    """`table`'s failed ingest result for any error (classified as staging classifies its
+    own); `base` keeps what was staged before."""
+    failure = as_failure(error, table, file=None, warehouse=warehouse)
     return dataclasses.replace(base or IngestResult(table, "failed"), status="failed",
-                               error=str(error), error_class=error_class,
-                               error_type=type(error).__name__)
-
-
-def _unexpected(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        return f"disk full: {error}"
-    return f"unexpected {type(error).__name__}: {error}"
-
-
-def _unexpected_hint(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        return "free space on that disk and run again; nothing committed was lost"
-    return "run again with --debug to see the traceback, and report it if it persists"
+                               error=str(failure), error_class=failure.error_class,
+                               error_type=type(failure).__name__)
 
 
 def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,

@@ -22,7 +22,6 @@ from deltalake import CommitProperties, DeltaTable, WriterProperties, write_delt
 
 from lakemirror.errors import (
     LakemirrorError,
-    LandingZoneError,
     MetadataError,
     SchemaChangeError,
 )
@@ -86,9 +85,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
 
     def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
         pending = len(detection.pending) - staged_files + detection.blocked
-        error_class: Literal["user", "system"] | None = (
-            None if not isinstance(error, LakemirrorError) else
-            "user" if isinstance(error, LandingZoneError) else "system")
+        error_class = error.error_class if isinstance(error, LakemirrorError) else None
         return IngestResult(table, status,
                             replace(metadata, warnings=(*metadata.warnings, *warnings)),
                             staged.last_sequence, staged_files, staged_rows, staged_bytes,
