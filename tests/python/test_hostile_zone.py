@@ -241,6 +241,8 @@ CASES = [
          "letters, digits", USER),
     Case("240-character folder name", named("T" * 240), "dbo." + "t" * 240, FAILED, "long",
          USER),
+    Case("254-character folder name", named("L" * 254), "dbo." + "l" * 254, FAILED, "long",
+         USER),
     Case("folder name with a space", named("Two Words"), "dbo.two words", FAILED,
          "letters, digits", USER),
     Case("non-ASCII folder name", named("Café"), "dbo.café", FAILED, "letters, digits", USER),

@@ -5,6 +5,8 @@ tables. Runs on disjoint tables proceed side by side; a run wanting a busy table
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -41,7 +43,7 @@ def control_lock(warehouse: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
 @contextmanager
 def _lock(warehouse: Path, name: str, deadline: float,
           progress: Callable[[str], None]) -> Iterator[None]:
-    path = warehouse / "_lakemirror" / "locks" / f"{name}.lock"
+    path = warehouse / "_lakemirror" / "locks" / _file_name(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as handle:
         _acquire(handle, name, deadline, progress)
@@ -69,6 +71,14 @@ def _acquire(handle: IO[str], name: str, deadline: float,
                 progress(f"waiting for {_label(name)} (another lakemirror run holds it)")
                 waiting = True
             time.sleep(_POLL_SECONDS)
+
+
+def _file_name(name: str) -> str:
+    """The lock file of a table: its name when short and plain, else a digest of it (a name
+    from the landing zone may be long or hold any character a file name cannot)."""
+    if re.fullmatch(r"[A-Za-z0-9_.]{1,100}", name):
+        return f"{name}.lock"
+    return f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()}.lock"
 
 
 def _label(name: str) -> str:
