@@ -9,6 +9,9 @@ if TYPE_CHECKING:
     from lakemirror.build import NodeResult
 
 
+DEBUG_VARIABLE = "LAKEMIRROR_DEBUG"  # set by --debug: tracebacks instead of clean failures
+
+
 class LakemirrorError(Exception):
     """Base error; the CLI turns it into a clean message and an exit code."""
 

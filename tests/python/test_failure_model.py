@@ -200,6 +200,16 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
     assert "--debug" in statuses["boom"].error
     assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST)
 
+    from click.testing import CliRunner
+
+    from lakemirror.cli.main import cli
+
+    monkeypatch.setenv("LAKEMIRROR_DEBUG", "")  # --debug sets it: restored after the test
+    debugged = CliRunner().invoke(cli, [
+        "--debug", "run", "--landing-zone", str(zone.root), "--warehouse", str(service.warehouse),
+        "--project-dir", str(service.project_dir)])
+    assert isinstance(debugged.exception, RuntimeError), debugged.output  # the traceback shows
+
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:

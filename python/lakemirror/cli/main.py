@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.errors import DEBUG_VARIABLE, ConfigError, LakemirrorError
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
@@ -48,6 +49,8 @@ class ErrorBoundary(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """lakemirror: open mirroring of a landing zone into Delta tables, with dbt."""
     ctx.meta["debug"] = debug
+    if debug:  # the per-table error boundaries then let unexpected errors through
+        os.environ[DEBUG_VARIABLE] = "1"
 
 
 def mirror_options(command: Command) -> Command:

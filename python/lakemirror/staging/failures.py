@@ -9,10 +9,11 @@ whose text names the operating-system error, so the errno is read from there too
 from __future__ import annotations
 
 import errno
+import os
 import re
 from pathlib import Path
 
-from lakemirror.errors import LakemirrorError, StorageError
+from lakemirror.errors import DEBUG_VARIABLE, LakemirrorError, StorageError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.zone import access_error
 
@@ -23,7 +24,11 @@ _STRERRORS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission
 
 def as_failure(error: Exception, table: LandingTable, *, file: Path | None,
                warehouse: Path) -> LakemirrorError:
-    """`error` as the error of `table` (staging `file`, if one was being staged)."""
+    """`error` as the error of `table` (staging `file`, if one was being staged). With
+    `--debug` (LAKEMIRROR_DEBUG set), an error that is not lakemirror's own is raised as it
+    is instead, so that its traceback shows."""
+    if os.environ.get(DEBUG_VARIABLE) and not isinstance(error, LakemirrorError):
+        raise error
     if isinstance(error, LakemirrorError):
         error.table = error.table or table.qualified_name
         return error
