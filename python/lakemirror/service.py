@@ -28,7 +28,7 @@ from lakemirror.errors import (
     ConfigError,
     CorruptTableError,
     EngineCrashError,
-    EngineError,
+    LakemirrorError,
     LandingZoneError,
 )
 from lakemirror.landing import LandingTable, discover_tables
@@ -48,7 +48,12 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.scope import Scope, resolve_scope
-from lakemirror.staging.lifecycle import drop_table_data, find_retirements, staged_tables
+from lakemirror.staging.lifecycle import (
+    Retirement,
+    drop_table_data,
+    find_retirements,
+    staged_tables,
+)
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
@@ -133,24 +138,32 @@ class MirrorService:
             return []
         names = [retirement.qualified_name for retirement in retirements]
         self.progress(f"drop {', '.join(names)}")
-        failed = [node for node in self._dbt("run-operation", "lakemirror.drop_mirrored_tables",
-                                             "--args", json.dumps({"tables": names}))
-                  if node.failed]
+        notes = {retirement: self._retire_model(retirement) for retirement in retirements
+                 if retirement.reason == "deleted"}  # first: dbt must parse without them
+        try:
+            failed = [node for node in self._dbt(
+                "run-operation", "lakemirror.drop_mirrored_tables",
+                "--args", json.dumps({"tables": names})) if node.failed]
+        except LakemirrorError as error:  # the engine was lost, or dbt could not start
+            failed = [NodeResult("operation.drop_mirrored_tables", "error", str(error))]
         if failed:
-            raise EngineError(f"could not drop {', '.join(names)}: {failed[0].message}",
-                              hint="check the engine and run again; nothing was deleted")
-        dropped = []
+            reason = (f"could not drop the table: {failed[0].message} Fix: check the engine "
+                      "and run again; nothing was deleted")
+            return [TableStatus(retirement.schema, retirement.table, "failed", 0, None, reason,
+                                error_class="system") for retirement in notes]  # the
+            # recreated ones fail in their ingest, which finds the folder's new incarnation
         for retirement in retirements:
             drop_table_data(self.layout, retirement, progress=self.progress)
-            if retirement.reason == "deleted":
-                kept = [f"{path.relative_to(self.project_dir)} ({outcome})" for path, outcome in
-                        retire_model(self.project_dir, retirement.schema,
-                                     retirement.table).items() if outcome != "removed"]
-                note = (f"kept your edited model files: {', '.join(kept)}; delete them when "
-                        "no longer needed") if kept else None
-                dropped.append(TableStatus(retirement.schema, retirement.table, "dropped", 0,
-                                           None, None, note))
-        return dropped
+        return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None, note)
+                for retirement, note in notes.items()]
+
+    def _retire_model(self, retirement: Retirement) -> str | None:
+        """Remove a deleted table's generated model; a note names the files kept as edited."""
+        kept = [f"{path.relative_to(self.project_dir)} ({outcome})" for path, outcome in
+                retire_model(self.project_dir, retirement.schema, retirement.table).items()
+                if outcome != "removed"]
+        return (f"kept your edited model files: {', '.join(kept)}; delete them when no "
+                "longer needed") if kept else None
 
     def ingest(self, tables: list[LandingTable]) -> list[IngestResult]:
         """Stage new files of every table; register staging tables; generate missing models."""

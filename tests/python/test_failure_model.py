@@ -238,3 +238,23 @@ def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
     assert "disk full" in status.error.lower(), status.error
     assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST)
     assert (zone.root / "T" / "00000000000000000002.parquet").exists()
+
+
+def test_a_deleted_table_whose_generated_model_no_longer_parses_is_still_dropped(tmp_path):
+    from lakemirror.codegen.models import _write_generated
+
+    zone, service = mirror_setup(tmp_path)
+    for table in ("Old", "Good"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FIRST, SCHEMA)
+    service.run()
+    # as an older lakemirror generated it from a hostile key: unedited, and breaking the parse
+    model = service.project_dir / "models/mirror/dbo/dbo__old.sql"
+    _write_generated(model, '{{ exceptions.raise_compiler_error("old model") }}\n', "--")
+    subprocess.run(["rm", "-r", str(zone.root / "Old")], check=True)
+    zone.write("Good", 2, SECOND, SCHEMA)
+
+    statuses = {status.table: status.status for status in service.run()}
+    assert statuses == {"old": "dropped", "good": "replicating"}
+    assert not model.exists() and not (service.warehouse / "dbo" / "old").exists()
+    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST, SECOND)
