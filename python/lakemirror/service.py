@@ -182,7 +182,7 @@ class MirrorService:
         """Stage one table's new files; whatever goes wrong fails this table alone."""
         self.progress(f"ingest {table.qualified_name}")
         try:
-            for path, recovery in self._owned_tables(table):
+            for path, recovery in self._owned_tables(table) if table.problem is None else ():
                 check_newest_commit(path, table=table.qualified_name, recovery=recovery)
             result = ingest_table(table, self.layout, retention_days=self.retention_days,
                                   on_file=lambda file: self.progress(f"  stage {file.path.name}"))
