@@ -142,7 +142,7 @@ def _fake_dbt(outcomes):
     """A stand-in for MirrorService._dbt that returns prepared node results in turn."""
     calls = []
 
-    def dbt(command, *args):
+    def dbt(command, *args, extra_vars=None):
         calls.append((command, *args))
         return outcomes[len(calls) - 1]
     return dbt, calls
