@@ -1,7 +1,16 @@
-"""`_metadata.json` of a landing-zone table: keys, file format and change-detection options."""
+"""`_metadata.json` of a landing-zone table: keys, file format and change-detection options.
+
+Key names are matched without regard to case (Fabric's own examples write both `keyColumns` and
+`KeyColumns`); a key given twice in different casings is an error, an unknown key a warning.
+Without `FileFormat`, the table's change files tell the format: `.parquet` is Parquet,
+`.csv` (also `.csv.gz`, `.csv.zst`, `.csv.snappy`) is CSV.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +26,7 @@ FILE_DETECTIONS: tuple[FileDetection, ...] = ("SequentialFileName", "LastUpdateT
 TOP_LEVEL_KEYS = ("keyColumns", "fileDetectionStrategy", "isUpsertDefaultRowMarker", "FileFormat",
                   "FileExtension", "FileFormatTypeProperties", "SchemaDefinition",
                   "ConditionalUpdateColumn")
+COLUMN_KEYS = ("Name", "DataType", "IsNullable")
 FORMAT_PROPERTIES = {  # _metadata.json name → (DelimitedFormat field, allowed values or None)
     "FirstRowAsHeader": ("first_row_as_header", (True,)),
     "RowSeparator": ("row_separator", ("\r\n", "\n", "\r")),
@@ -48,26 +58,35 @@ class TableMetadata:
 
 
 def read_metadata(table: LandingTable) -> TableMetadata:
-    """Read the table's `_metadata.json`; a missing file means a keyless, insert-only Parquet
-    table."""
+    """Read the table's `_metadata.json`; a missing file means a keyless, insert-only table
+    whose format its files tell."""
     path = table.folder / METADATA_FILE
     data = table.door.read_control(path)
-    if data is None:
-        return TableMetadata()
     try:
-        document = parse_json(data)
+        document = {} if data is None else parse_json(data)
     except ValueError as error:
         raise MetadataError(
             f"{METADATA_FILE} is {error}", table=table.qualified_name, file=str(path),
             hint='write valid UTF-8 JSON such as {"keyColumns": ["id"]}') from error
-    return _MetadataParser(document, table.qualified_name, str(path)).parse()
+    return _MetadataParser(document, table.qualified_name, str(path),
+                           lambda: _formats_in(table)).parse()
+
+
+def _formats_in(table: LandingTable) -> set[str]:
+    """The formats the table's change files are named for: 'parquet' and/or 'csv'."""
+    names = [entry.name.lower() for entry in table.door.entries(table.folder)
+             if not entry.name.startswith(("_", "."))]
+    csv = tuple(f".csv{suffix}" for suffix in ("", ".gz", ".zst", ".snappy"))
+    return ({"parquet"} if any(name.endswith(".parquet") for name in names) else set()) | (
+        {"csv"} if any(name.endswith(csv) for name in names) else set())
 
 
 class _MetadataParser:
     """Checks each key of one `_metadata.json` document, naming the key and the fix."""
 
-    def __init__(self, document: Any, table: str, file: str) -> None:
-        self.document, self.table, self.file = document, table, file
+    def __init__(self, document: Any, table: str, file: str,
+                 formats: Callable[[], set[str]]) -> None:
+        self.document, self.table, self.file, self.formats = document, table, file, formats
         self.warnings: list[str] = []
 
     def error(self, message: str, hint: str) -> MetadataError:
@@ -77,7 +96,7 @@ class _MetadataParser:
     def parse(self) -> TableMetadata:
         if not isinstance(self.document, dict):
             raise self.error("must hold a JSON object", 'write {"keyColumns": [...]}')
-        self.warn_unknown(self.document, TOP_LEVEL_KEYS, "key")
+        self.document = self.known(self.document, TOP_LEVEL_KEYS, "key", "")
         extension, delimited = self.file_format()
         return TableMetadata(
             key_columns=self.key_columns(),
@@ -90,18 +109,47 @@ class _MetadataParser:
             warnings=tuple(self.warnings),
         )
 
-    def warn_unknown(self, mapping: dict[str, Any], known: tuple[str, ...], kind: str) -> None:
-        for name in mapping:
-            if name not in known:
-                close = [k for k in known if k.lower() == name.lower()]
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                self.warnings.append(f"{METADATA_FILE}: unknown {kind} {name!r} is ignored{hint}")
+    def known(self, mapping: Mapping[str, Any], known: tuple[str, ...], kind: str,
+              where: str) -> dict[str, Any]:
+        """The mapping's known keys under their documented names, whatever their case; an
+        unknown key is warned about and left out, one known key written twice is an error."""
+        by_case = {name.lower(): name for name in known}
+        found: dict[str, Any] = {}
+        written: dict[str, str] = {}
+        for name, value in mapping.items():
+            canonical = by_case.get(name.lower())
+            if canonical is None:
+                close = difflib.get_close_matches(name.lower(), by_case, n=1, cutoff=0.8)
+                hint = f" (did you mean {by_case[close[0]]}?)" if close else ""
+                self.warnings.append(
+                    f"{METADATA_FILE}: unknown {kind} {_shown(name)} is ignored{hint}")
+                continue
+            if canonical in found:
+                raise self.error(f"{where}{canonical} is written twice, as "
+                                 f"{_shown(written[canonical])} and {_shown(name)}",
+                                 "keep one of them (key names are case-insensitive)")
+            found[canonical], written[canonical] = value, name
+        return found
 
     def key_columns(self) -> tuple[str, ...]:
         keys = self.document.get("keyColumns", [])
-        if not isinstance(keys, list) or not all(isinstance(key, str) and key for key in keys):
-            raise self.error("keyColumns must be a list of column names",
-                             'write "keyColumns": ["id"]')
+        example = 'write "keyColumns": ["id"]'
+        if isinstance(keys, str):
+            raise self.error(f"keyColumns must be a JSON list of column names, not the string "
+                             f"{_shown(keys)}", f"write \"keyColumns\": [{json.dumps(keys)}]"
+                             if keys else example)
+        if not isinstance(keys, list):
+            raise self.error(f"keyColumns must be a JSON list of column names, not "
+                             f"{_shown(keys)}", example)
+        for index, key in enumerate(keys):
+            if not isinstance(key, str):
+                raise self.error(f"keyColumns[{index}] is {_shown(key)}, not a column name "
+                                 "(a JSON string)", example)
+            if not key.strip():
+                raise self.error(
+                    f"keyColumns[{index}] is an empty column name ({_shown(key)})",
+                    'name the key columns, e.g. "keyColumns": ["id"]; for a table without '
+                    'keys (inserts only) write "keyColumns": [] or leave the key out')
         if len(set(keys)) != len(keys):
             raise self.error(f"keyColumns repeats a column: {keys}", "list each key column once")
         return tuple(keys)
@@ -132,9 +180,9 @@ class _MetadataParser:
         return value
 
     def file_format(self) -> tuple[str, DelimitedFormat | None]:
-        kind = self.document.get("FileFormat", "Parquet")
-        kind = kind.lower() if isinstance(kind, str) else kind
         extension = self.document.get("FileExtension")
+        kind = self.document.get("FileFormat", self.inferred_format(extension))
+        kind = kind.lower() if isinstance(kind, str) else kind
         if kind == "parquet":
             if extension not in (None, "parquet"):
                 raise self.error(f"FileExtension {extension!r} does not fit FileFormat Parquet",
@@ -155,12 +203,25 @@ class _MetadataParser:
                              'use "FileFormat": "Parquet"')
         return extension.lower(), self.delimited_format()
 
+    def inferred_format(self, extension: Any) -> str:
+        """The format when FileFormat is absent: from FileExtension, else from the names of
+        the change files (Parquet when there are none yet)."""
+        if isinstance(extension, str):
+            return {"parquet": "Parquet", "csv": "CSV"}.get(extension.lower(), "DelimitedText")
+        formats = self.formats()
+        if len(formats) > 1:
+            raise self.error("FileFormat is not declared and the folder holds both .parquet and "
+                             ".csv change files", 'declare "FileFormat": "Parquet" or "CSV", and '
+                             "remove the files of the other format")
+        return "CSV" if formats == {"csv"} else "Parquet"
+
     def delimited_format(self) -> DelimitedFormat:
         properties = self.document.get("FileFormatTypeProperties", {})
         if not isinstance(properties, dict):
             raise self.error("FileFormatTypeProperties must be a JSON object",
                              'write "FileFormatTypeProperties": {"ColumnSeparator": ","}')
-        self.warn_unknown(properties, tuple(FORMAT_PROPERTIES), "FileFormatTypeProperties key")
+        properties = self.known(properties, tuple(FORMAT_PROPERTIES),
+                                "FileFormatTypeProperties key", "FileFormatTypeProperties.")
         options: dict[str, Any] = {}
         for name, (field, allowed) in FORMAT_PROPERTIES.items():
             if name not in properties:
@@ -181,7 +242,9 @@ class _MetadataParser:
         definition = self.document.get("SchemaDefinition")
         if definition is None:
             return None
-        columns = definition.get("Columns") if isinstance(definition, dict) else None
+        columns = (self.known(definition, ("Columns",), "SchemaDefinition key",
+                              "SchemaDefinition.").get("Columns")
+                   if isinstance(definition, dict) else None)
         if not isinstance(columns, list) or not columns:
             raise self.error("SchemaDefinition must hold a non-empty Columns list",
                              'write "SchemaDefinition": {"Columns": [{"Name": "id", '
@@ -190,18 +253,27 @@ class _MetadataParser:
 
     def column(self, index: int, column: Any) -> ColumnDefinition:
         where = f"SchemaDefinition.Columns[{index}]"
+        if isinstance(column, dict):
+            column = self.known(column, COLUMN_KEYS, f"{where} key", f"{where}.")
         if not isinstance(column, dict) or not isinstance(column.get("Name"), str):
             raise self.error(f"{where} needs a Name", '{"Name": "id", "DataType": "Int64"}')
-        data_type = column.get("DataType", "String")
-        if data_type not in DATA_TYPES:
-            raise self.error(f"{where} ({column['Name']}) has DataType {data_type!r}",
-                             f"use one of {', '.join(DATA_TYPES)}")
+        written = column.get("DataType", "String")
+        data_type = next((name for name in DATA_TYPES
+                          if isinstance(written, str) and name.lower() == written.lower()), None)
+        if data_type is None:
+            raise self.error(f"{where} ({_shown(column['Name'])}) has DataType "
+                             f"{_shown(written)}", f"use one of {', '.join(DATA_TYPES)}")
         nullable = column.get("IsNullable", True)
         if not isinstance(nullable, bool):
-            raise self.error(f"{where} ({column['Name']}) IsNullable must be true or false",
-                             '"IsNullable": false')
-        self.warn_unknown(column, ("Name", "DataType", "IsNullable"), f"{where} key")
+            raise self.error(f"{where} ({_shown(column['Name'])}) IsNullable must be true or "
+                             "false", '"IsNullable": false')
         return ColumnDefinition(column["Name"], data_type, nullable)
+
+
+def _shown(value: Any) -> str:
+    """A publisher's value for a message: as JSON, cut short."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else f"{text[:60]}..."
 
 
 def _python_encoding(name: str, parser: _MetadataParser) -> str:
