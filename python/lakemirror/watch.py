@@ -4,25 +4,29 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
+from lakemirror.landing.readiness import settle_seconds
 from lakemirror.landing.zone import LandingZone
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
-Signature = frozenset[tuple[str, int, int]]
+Signature = frozenset[tuple[str, int, int, bool]]
 TABLE_DEPTH = 2  # <Table>/ or <Schema>.schema/<Table>/
 
 
 def zone_signature(landing_zone: Path) -> Signature:
-    """Name, modification time and size of every entry in the zone's table folders (not in
-    their `_ProcessedFiles` and other `_` or `.` folders, nor the incarnation mark lakemirror
-    writes itself): it changes when a file lands. Listed through the zone's door, so a link is
-    seen as itself and never followed."""
+    """Name, modification time, size and whether it settled (see `readiness`) of every entry
+    in the zone's table folders (not in their `_ProcessedFiles` and other `_` or `.` folders,
+    nor the incarnation mark lakemirror writes itself): it changes when a file lands, and when
+    a file a table waits for settles. Listed through the zone's door, so a link is seen as
+    itself and never followed."""
     door = LandingZone(landing_zone)
+    window_ns, now_ns = settle_seconds() * 1e9, time.time_ns()
     entries = set()
     folders = [(door.root, 0)]
     while folders:
@@ -36,7 +40,8 @@ def zone_signature(landing_zone: Path) -> Signature:
                 if depth < TABLE_DEPTH and not entry.name.startswith(("_", ".")):
                     folders.append((entry.path, depth + 1))
             elif entry.name != INCARNATION_MARKER:
-                entries.add((str(entry.path), entry.mtime_ns, entry.size))
+                settled = abs(now_ns - entry.mtime_ns) >= window_ns
+                entries.add((str(entry.path), entry.mtime_ns, entry.size, settled))
     return frozenset(entries)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import os
 import signal
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,9 +17,13 @@ from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
 from lakemirror.landing import sequence_file_name
+from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService
 
 REPO = Path(__file__).resolve().parents[2]
+# Test files are written just before each run: without a settle window they are staged at
+# once (tests of the window set it themselves; subprocesses inherit this).
+os.environ.setdefault(SETTLE_SECONDS, "0")
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds")
 
 

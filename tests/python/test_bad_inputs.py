@@ -51,7 +51,6 @@ class Case:
 
 
 CASES = [
-    Case("zero-byte file", "UnreadableFileError", "empty (0 bytes)", raw(b"")),
     Case("truncated file", "UnreadableFileError", "not a readable Parquet file",
          raw(good_bytes()[:-20])),
     Case("corrupt file", "UnreadableFileError", "not a readable Parquet file",
@@ -104,8 +103,16 @@ CASES = [
     Case("malformed metadata", "MetadataError", "line 1, column 17",
          metadata='{"keyColumns": [}'),
     Case("metadata not an object", "MetadataError", "must hold a JSON object", metadata="[1]"),
-    Case("keyColumns not a list", "MetadataError", "keyColumns must be a list",
-         metadata={"keyColumns": "id"}),
+    Case("keyColumns not a list", "MetadataError",
+         'keyColumns must be a JSON list of column names, not the string "id" '
+         'Fix: write "keyColumns": ["id"]', metadata={"keyColumns": "id"}),
+    Case("keyColumns holding an empty name", "MetadataError",
+         'keyColumns[0] is an empty column name ("")', metadata={"keyColumns": [""]}),
+    Case("keyColumns holding a number", "MetadataError", "keyColumns[1] is 7, not a column name",
+         metadata={"keyColumns": ["id", 7]}),
+    Case("key written in two casings", "MetadataError",
+         'keyColumns is written twice, as "keyColumns" and "KeyColumns"',
+         metadata={"keyColumns": ["id"], "KeyColumns": ["id"]}),
     Case("keyColumns repeated", "MetadataError", "repeats a column",
          metadata={"keyColumns": ["id", "id"]}),
     Case("keys changed", "MetadataError", "keyColumns changed", metadata={"keyColumns": ["v"]}),
@@ -122,7 +129,7 @@ CASES = [
     Case("conditional column missing", "ColumnError", "columns ['ts']",
          parquet([{"id": 1, "v": "a", M: 0}]),
          metadata={"keyColumns": ["id"], "ConditionalUpdateColumn": "ts"}),
-    Case("unknown SchemaDefinition type", "MetadataError", "DataType 'Decimal'",
+    Case("unknown SchemaDefinition type", "MetadataError", 'DataType "Decimal"',
          metadata={"keyColumns": ["id"], "FileFormat": "CSV", "SchemaDefinition": {
              "Columns": [{"Name": "id", "DataType": "Decimal"}]}}),
     Case("unsupported RowSeparator", "MetadataError", "RowSeparator ';' is not supported",
@@ -187,15 +194,16 @@ def test_corpus_has_at_least_25_cases():
 
 def test_unknown_metadata_keys_warn_without_failing(zone, tmp_path):
     folder = zone.table("T", None)
-    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"], "keycolumns": [],
+    (folder / "_metadata.json").write_text(json.dumps({"KEYCOLUMNS": ["id"], "keyColumn": [],
                                                        "Color": "blue"}))
     zone.write("T", 1, [{"id": 1, "v": "a", M: 1}], SCHEMA)
     [table] = discover_tables(zone.root)
     result = ingest_table(table, Warehouse(tmp_path / "wh"))
-    assert result.status == "replicating"
-    assert any("'keycolumns'" in w and "did you mean keyColumns" in w
+    assert result.status == "replicating" and result.metadata.key_columns == ("id",)
+    assert any('"keyColumn"' in w and "did you mean keyColumns" in w
                for w in result.metadata.warnings)
-    assert any("'Color'" in w for w in result.metadata.warnings)
+    assert any('"Color"' in w for w in result.metadata.warnings)
+    assert len(result.metadata.warnings) == 2
 
 
 CSV_METADATA = {"keyColumns": ["id"], "FileFormat": "CSV", "SchemaDefinition": {"Columns": [

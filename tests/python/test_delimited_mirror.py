@@ -54,7 +54,7 @@ def test_csv_without_schema_definition_mirrors_strings(zone, service):
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"], "FileFormat": "CSV"}))
     (folder / "00000000000000000001.csv").write_bytes(
         "id,name,__rowMarker__\r\n1,Zoë,0\r\n2,\"Smith, J\",0\r\n".encode())
-    (folder / "00000000000000000002.csv").write_bytes(b"")  # empty file: zero rows
+    (folder / "00000000000000000002.csv").write_bytes(b"id,name,__rowMarker__\r\n")  # 0 rows
     (folder / "00000000000000000003.csv").write_bytes(b"id,name,__rowMarker__\r\n2,,2\r\n")
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 3, status.error

@@ -35,6 +35,20 @@ def test_signature_changes_when_a_file_lands_but_not_for_processed_files(tmp_pat
     assert zone_signature(zone.root) == landed
 
 
+def test_signature_changes_when_a_file_settles(tmp_path, monkeypatch):
+    """A table waiting for a file in the settle window runs again once the file settled,
+    though nothing changed on disk."""
+    zone = Zone(tmp_path / "LandingZone")
+    path = zone.table("T", None) / "00000000000000000001.csv"
+    path.write_text("id,__rowMarker__\r\n1,0\r\n")
+    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "600")
+    writing = zone_signature(zone.root)
+    assert zone_signature(zone.root) == writing
+    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "0.001")  # the window has passed
+    time.sleep(0.01)
+    assert zone_signature(zone.root) != writing
+
+
 def wait_for(condition, seconds=90):
     deadline = time.monotonic() + seconds
     while not condition():

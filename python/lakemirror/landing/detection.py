@@ -5,20 +5,24 @@ contiguous; a gap makes the table wait. `LastUpdateTimeFileDetection`: any file 
 order of modification time, then name; lakemirror numbers them itself, and a name once staged is
 never staged again, even if the file is rewritten. An entry named like a change file must be a
 regular file: a folder, link or FIFO under such a name fails the table (it is never opened).
+Files still being written wait (`readiness`); entries starting with `.` are ignored, with a
+warning; partition folders (`Year=2024/`) fail the table, as the contract has none.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
 from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.readiness import in_flight, settle_seconds
 from lakemirror.landing.zone import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
+PARTITION_FOLDER = re.compile(r"[^=]+=.*", re.S)  # Hive style: Year=2024
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class SequenceFile:
     sequence: int
     path: Path
     size: int = 0  # bytes, as listed
+    mtime_ns: int = 0  # as listed
 
 
 @dataclass(frozen=True)
@@ -42,18 +47,30 @@ class StagedFiles:
 
 @dataclass(frozen=True)
 class Detection:
-    """New files in apply order, older staged files still in place (to move), and a gap."""
+    """New files in apply order, older staged files still in place (to move), what the table
+    waits for (a gap, a file in flight), and warnings."""
 
     pending: list[SequenceFile]
     staged_in_place: list[Path]
     waiting_for: str | None = None
-    blocked: int = 0  # files after a gap
+    blocked: int = 0  # files after a gap or a file in flight
+    warnings: tuple[str, ...] = ()
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
+    listing = table.door.entries(table.folder)
+    entries = _entries(table, listing)
     if metadata.file_detection == "LastUpdateTimeFileDetection":
-        return _by_update_time(table, metadata, staged)
-    return _by_sequence_number(table, metadata, staged)
+        detection = _by_update_time(table, metadata, staged, entries)
+    else:
+        detection = _by_sequence_number(table, metadata, staged, entries)
+    detection = _until_in_flight(table, metadata, detection)
+    hidden = sorted(entry.name for entry in listing if entry.name.startswith("."))
+    if not hidden:
+        return detection
+    shown = ", ".join(repr(name) for name in hidden[:5]) + (", ..." if len(hidden) > 5 else "")
+    return replace(detection, warnings=(
+        f"ignored {len(hidden)} hidden entries (names starting with '.'): {shown}",))
 
 
 def data_file_suffixes(metadata: TableMetadata) -> tuple[str, ...]:
@@ -63,11 +80,24 @@ def data_file_suffixes(metadata: TableMetadata) -> tuple[str, ...]:
     return tuple(f".{metadata.file_extension}{suffix}" for suffix in COMPRESSION_SUFFIXES)
 
 
-def _by_sequence_number(table: LandingTable, metadata: TableMetadata,
-                        staged: StagedFiles) -> Detection:
+def _until_in_flight(table: LandingTable, metadata: TableMetadata,
+                     detection: Detection) -> Detection:
+    """The pending files up to the first one still being written; the table waits for it."""
+    window = settle_seconds()
+    for index, file in enumerate(detection.pending):
+        entry = Entry(file.path, "file", "a regular file", file.size, file.mtime_ns)
+        reason = in_flight(table.door, entry, parquet=metadata.delimited is None, window=window)
+        if reason is not None:
+            return replace(detection, pending=detection.pending[:index], waiting_for=reason,
+                           blocked=detection.blocked + len(detection.pending) - index)
+    return detection
+
+
+def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
+                        entries: list[Entry]) -> Detection:
     suffixes = data_file_suffixes(metadata)
     numbered: dict[int, Entry] = {}
-    for entry in _entries(table):
+    for entry in entries:
         path = entry.path
         digits, suffix = _split_number(path.name)
         if len(digits) == 20 and suffix.lower() in suffixes:
@@ -87,20 +117,21 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata,
             blocked = len([n for n in numbered if n > expected])
             return Detection(pending, _in_place(numbered, staged),
                              f"waiting for missing file {sequence_file_name(expected)}", blocked)
-        pending.append(SequenceFile(number, numbered[number].path, numbered[number].size))
+        pending.append(SequenceFile(number, numbered[number].path, numbered[number].size,
+                                    numbered[number].mtime_ns))
         expected += 1
     return Detection(pending, _in_place(numbered, staged))
 
 
-def _by_update_time(table: LandingTable, metadata: TableMetadata,
-                    staged: StagedFiles) -> Detection:
+def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
+                    entries: list[Entry]) -> Detection:
     suffixes = data_file_suffixes(metadata)
-    files = [entry for entry in _entries(table) if entry.name.lower().endswith(suffixes)]
+    files = [entry for entry in entries if entry.name.lower().endswith(suffixes)]
     for entry in files:
         _require_file(table, entry)
     new = sorted((entry for entry in files if entry.name not in staged.names),
                  key=lambda entry: (entry.mtime_ns, entry.name))
-    pending = [SequenceFile(staged.last_sequence + index, entry.path, entry.size)
+    pending = [SequenceFile(staged.last_sequence + index, entry.path, entry.size, entry.mtime_ns)
                for index, entry in enumerate(new, 1)]
     return Detection(pending, [entry.path for entry in files
                                if entry.name in staged.names and entry.name != staged.newest])
@@ -111,10 +142,20 @@ def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[Path]:
             if number < staged.last_sequence]
 
 
-def _entries(table: LandingTable) -> list[Entry]:
-    """The table folder's entries by name, but lakemirror's and the contract's `_` ones."""
-    return [entry for entry in table.door.entries(table.folder)
-            if not entry.name.startswith("_")]
+def _entries(table: LandingTable, listing: list[Entry]) -> list[Entry]:
+    """The table folder's entries by name, but lakemirror's and the contract's `_` ones and
+    hidden `.` ones; a partition folder fails the table."""
+    entries = [entry for entry in listing if not entry.name.startswith(("_", "."))]
+    partitions = [entry.name for entry in entries
+                  if entry.kind == "folder" and PARTITION_FOLDER.fullmatch(entry.name)]
+    if partitions:
+        raise FileNameError(
+            f"the table folder holds partition folders ({', '.join(map(repr, partitions[:3]))}"
+            f"{', ...' if len(partitions) > 3 else ''}); partitioned landing folders are not "
+            "supported", table=table.qualified_name, file=str(table.folder / partitions[0]),
+            hint="write the change files directly into the table folder (Fabric's landing-zone "
+                 "contract has no partition folders), with the partition values as columns")
+    return entries
 
 
 def _require_file(table: LandingTable, entry: Entry) -> None:

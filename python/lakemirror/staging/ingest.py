@@ -101,6 +101,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staging.check_keys(table, metadata)
         incarnation = staging.incarnation_of(table, warn=warnings.append)
         detection = detect_files(table, metadata, staged)
+        warnings.extend(detection.warnings)
         move_processed(table, detection.staged_in_place)
         for file in detection.pending:
             current = file.path

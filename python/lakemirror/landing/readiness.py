@@ -1,0 +1,68 @@
+"""Whether a change file is complete, or still being written by its publisher (in flight).
+
+A file of 0 bytes is in flight: no complete change file is empty (a Parquet file has a footer;
+a delimited file with no rows still has its header). A Parquet file whose footer is complete
+(it begins and ends with `PAR1`, and its footer length fits) is ready at once, as Parquet
+writers write the footer last. Any other file is ready once it has not changed for the settle
+window, LAKEMIRROR_SETTLE_SECONDS (default 2 s). A table whose next file is in flight waits for
+it; a file that is still unreadable once it settled fails the table as any bad file does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.landing.zone import Entry, LandingZone
+
+SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"
+DEFAULT_SETTLE_SECONDS = 2.0
+PARQUET_MAGIC = b"PAR1"
+_FOOTER_TAIL = 8  # footer length (4 bytes, little-endian) + magic
+
+
+def settle_seconds() -> float:
+    """The settle window, from LAKEMIRROR_SETTLE_SECONDS."""
+    value = os.environ.get(SETTLE_SECONDS, "").strip()
+    if not value:
+        return DEFAULT_SETTLE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise ConfigError(f"{SETTLE_SECONDS}={value!r} is not a number of seconds (0 or more)",
+                          hint=f"set {SETTLE_SECONDS} to e.g. {DEFAULT_SETTLE_SECONDS:g}, or "
+                               "unset it")
+    return seconds
+
+
+def in_flight(door: LandingZone, entry: Entry, *, parquet: bool, window: float) -> str | None:
+    """Why the file is not ready to stage yet; None when it is."""
+    if entry.size == 0:
+        return (f"{entry.name} is empty (0 bytes), so its publisher is still writing it; "
+                "lakemirror stages it once it has content (delete it if it was abandoned)")
+    if parquet and _complete_parquet(door, entry):
+        return None
+    age = (time.time_ns() - entry.mtime_ns) / 1e9
+    if abs(age) < window:
+        return (f"{entry.name} changed {max(age, 0):.1f} s ago, within the {window:g} s settle "
+                f"window ({SETTLE_SECONDS}); lakemirror stages it once it stops changing")
+    return None
+
+
+def _complete_parquet(door: LandingZone, entry: Entry) -> bool:
+    """Whether the file begins with Parquet's magic and ends with a footer that fits."""
+    if entry.size < len(PARQUET_MAGIC) + _FOOTER_TAIL:
+        return False
+    try:
+        with door.open(entry.path) as handle:
+            head = handle.read(len(PARQUET_MAGIC))
+            handle.seek(-_FOOTER_TAIL, os.SEEK_END)
+            tail = handle.read(_FOOTER_TAIL)
+    except (LakemirrorError, OSError):  # reading it again stages or fails it with the reason
+        return False
+    footer = int.from_bytes(tail[:4], "little")
+    return (head == PARQUET_MAGIC and tail[4:] == PARQUET_MAGIC
+            and footer + _FOOTER_TAIL + len(PARQUET_MAGIC) <= entry.size)
