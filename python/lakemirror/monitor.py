@@ -39,6 +39,7 @@ class TableMonitor:
     last_sync: str | None
     error: str | None
     error_class: ErrorClass | None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,16 +49,19 @@ class PartnerInfo:
     partner_name: str
     source_type: str | None
     source_version: str | None
+    additional_information: str | None = None  # sourceInfo.additionalInformation, as JSON
 
 
 MONITOR_SCHEMA = pa.schema([
     ("schema", pa.string()), ("table", pa.string()), ("status", pa.string()),
     ("last_sequence_applied", pa.int64()), ("rows", pa.int64()), ("files_pending", pa.int64()),
     ("processed_rows", pa.int64()), ("processed_bytes", pa.int64()), ("last_sync", pa.string()),
-    ("error", pa.string()), ("error_class", pa.string()),
+    ("error", pa.string()), ("error_class", pa.string()), ("warnings", pa.list_(pa.string())),
 ])
+_NOT_COUNTS = ("schema", "table", "error", "error_class", "warnings")  # shown apart as text
 PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.string()),
-                            ("source_version", pa.string())])
+                            ("source_version", pa.string()),
+                            ("additional_information", pa.string())])
 
 
 def monitor_record(result: IngestResult, status: TableStatus, previous: TableMonitor | None,
@@ -73,6 +77,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
         last_sync=_now() if synced else (previous.last_sync if previous else None),
         error=status.error,
         error_class=status.error_class,
+        warnings=status.warnings,
     )
 
 
@@ -94,13 +99,16 @@ def _now() -> str:
 def read_monitor(warehouse: Warehouse) -> dict[tuple[str, str], TableMonitor]:
     """The records of the last run, by (schema, table)."""
     rows = _read(warehouse.control_path("table_monitor"))
-    records = [TableMonitor(**row) for row in rows]
+    records = [TableMonitor(**{**row, "warnings": tuple(row.get("warnings") or ())})
+               for row in rows]  # records of older versions have no warnings
     return {(record.schema, record.table): record for record in records}
 
 
 def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor]) -> None:
-    table = pa.Table.from_pylist([asdict(record) for record in records], schema=MONITOR_SCHEMA)
-    write_deltalake(str(warehouse.control_path("table_monitor")), table, mode="overwrite")
+    table = pa.Table.from_pylist([{**asdict(record), "warnings": list(record.warnings)}
+                                  for record in records], schema=MONITOR_SCHEMA)
+    write_deltalake(str(warehouse.control_path("table_monitor")), table, mode="overwrite",
+                    schema_mode="overwrite")
 
 
 def read_partner(warehouse: Warehouse) -> PartnerInfo | None:
@@ -114,13 +122,15 @@ def record_partner_events(zone: Path, warehouse: Warehouse) -> PartnerInfo | Non
     if info is not None and read_partner(warehouse) != info:
         write_deltalake(str(warehouse.control_path("partner")),
                         pa.Table.from_pylist([asdict(info)], schema=PARTNER_SCHEMA),
-                        mode="overwrite")
+                        mode="overwrite", schema_mode="overwrite")
     return info
 
 
 def parse_partner_events(path: Path) -> PartnerInfo | None:
     """What `_partnerEvents.json` at the zone root (`path`) says; None when there is none. It
-    is read through the zone's door: a link, FIFO or oversized file is an error, not read."""
+    is read through the zone's door: a link, FIFO or oversized file is an error, not read.
+    As the SDKs write it: keys in any case, versions as strings or numbers, and any
+    `additionalInformation` (kept as JSON)."""
     def error(message: str) -> LandingZoneError:
         return LandingZoneError(f"{PARTNER_EVENTS_FILE}: {message}", file=str(path),
                                 hint='write {"partnerName": "...", "sourceInfo": '
@@ -132,16 +142,28 @@ def parse_partner_events(path: Path) -> PartnerInfo | None:
         document = parse_json(data)
     except ValueError as failure:
         raise error(str(failure)) from failure
-    if not isinstance(document, dict) or not isinstance(document.get("partnerName"), str):
+    document = _lower_keys(document)
+    if not isinstance(document.get("partnername"), str):
         raise error("partnerName (a string) is required")
-    source = document.get("sourceInfo", {})
+    source = _lower_keys(document.get("sourceinfo", {}))
     if not isinstance(source, dict):
         raise error("sourceInfo must be an object")
+    scalars = {}
     for name in ("sourceType", "sourceVersion"):
-        if name in source and not isinstance(source[name], str):
-            raise error(f"sourceInfo.{name} must be a string")
-    return PartnerInfo(document["partnerName"], source.get("sourceType"),
-                       source.get("sourceVersion"))
+        value = source.get(name.lower())
+        if value is not None and (not isinstance(value, (str, int, float))
+                                  or isinstance(value, bool)):
+            raise error(f"sourceInfo.{name} must be a string or a number")
+        scalars[name] = None if value is None else str(value)
+    extra = source.get("additionalinformation")
+    return PartnerInfo(document["partnername"], scalars["sourceType"], scalars["sourceVersion"],
+                       None if extra is None else json.dumps(extra, sort_keys=True))
+
+
+def _lower_keys(document: Any) -> Any:
+    """An object's keys in lower case (other values as they are)."""
+    return ({str(key).lower(): value for key, value in document.items()}
+            if isinstance(document, dict) else document)
 
 
 def to_json(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
@@ -154,10 +176,11 @@ def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str
                   f"{partner.source_version or ''})".replace(" )", ")")] if partner else [])
     if not records:
         return "\n".join([*publisher, "no tables mirrored yet"])
-    columns = [field.name for field in fields(TableMonitor)][2:-2]
+    columns = [field.name for field in fields(TableMonitor) if field.name not in _NOT_COUNTS]
     header = ["table", *columns, "error"]
     body = [[f"{r.schema}.{r.table}", *(_cell(getattr(r, c)) for c in columns),
-             f"[{r.error_class}] {r.error}" if r.error else ""] for r in records]
+             f"[{r.error_class}] {r.error}" if r.error else
+             "; ".join(f"warning: {warning}" for warning in r.warnings)] for r in records]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]
     return "\n".join([*publisher, *(
         "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip()

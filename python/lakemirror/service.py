@@ -31,7 +31,7 @@ from lakemirror.errors import (
     LakemirrorError,
     LandingZoneError,
 )
-from lakemirror.landing import LandingTable, discover_tables
+from lakemirror.landing import LandingTable, discover_tables, hidden_entries
 from lakemirror.monitor import (
     applied_positions,
     monitor_record,
@@ -78,6 +78,7 @@ class MirrorService:
     warm: bool = False
     engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     progress: Callable[[str], None] = lambda message: None
+    run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
 
     def __post_init__(self) -> None:
         self.landing_zone = self.landing_zone.resolve()
@@ -113,7 +114,12 @@ class MirrorService:
                       ) -> Iterator[tuple[list[LandingTable], Scope]]:
         """Lock the run's tables (landing-zone and staged ones, or the selected ones), then
         yield the landing zone's tables as found once the locks are held, and the scope."""
+        self.run_warnings = []
         known = [table.qualified_name for table in discover_tables(self.landing_zone)]
+        if hidden := hidden_entries(self.landing_zone):
+            shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
+            self._warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
+                       f"starting with '.' are never tables): {shown}")
         known += [f"{schema}.{table}" for schema, table in staged_tables(self.layout)]
         scope = resolve_scope(selected, known)
         with table_locks(self.warehouse, sorted(scope.names), timeout=self.lock_timeout,
@@ -132,9 +138,9 @@ class MirrorService:
         if not retirements:
             return []
         if not tables:
-            self.progress(f"warning: the landing zone {self.landing_zone} holds no table folder; "
-                          f"not dropping the {len(retirements)} mirrored tables (an unmounted "
-                          "or wrong folder looks the same). Leave one folder to drop the rest.")
+            self._warn(f"the landing zone {self.landing_zone} holds no table folder; not "
+                       f"dropping the {len(retirements)} mirrored tables (an unmounted or wrong "
+                       "folder looks the same). Leave one folder to drop the rest.")
             return []
         names = [retirement.qualified_name for retirement in retirements]
         self.progress(f"drop {', '.join(names)}")
@@ -256,7 +262,12 @@ class MirrorService:
             with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
                 record_partner_events(self.landing_zone, self.layout)
         except (LandingZoneError, OSError, ValueError) as error:  # informational only
-            self.progress(f"warning: {error}")
+            self._warn(str(error))
+
+    def _warn(self, message: str) -> None:
+        """A warning about the run as a whole: shown now, and in the run's JSON."""
+        self.run_warnings.append(message)
+        self.progress(f"warning: {message}")
 
     @property
     def layout(self) -> Warehouse:

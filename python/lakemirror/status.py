@@ -22,6 +22,7 @@ class TableStatus:
     error: str | None
     note: str | None = None
     error_class: Literal["user", "system"] | None = None
+    warnings: tuple[str, ...] = ()  # e.g. unknown _metadata.json keys, ignored entries
 
     @property
     def unhealthy(self) -> bool:
@@ -29,8 +30,10 @@ class TableStatus:
         return self.status in ("failed", "degraded")
 
 
-def to_json(statuses: Sequence[TableStatus]) -> str:
-    return json.dumps({"tables": [asdict(status) for status in statuses]}, indent=2)
+def to_json(statuses: Sequence[TableStatus], warnings: Sequence[str] = ()) -> str:
+    """The run's JSON: each table's status, and the run's own warnings (about the zone)."""
+    return json.dumps({"tables": [asdict(status) for status in statuses],
+                       "warnings": list(warnings)}, indent=2)
 
 
 def to_text(statuses: Sequence[TableStatus]) -> str:

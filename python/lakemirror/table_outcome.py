@@ -30,7 +30,13 @@ def failed_ingest(table: LandingTable, error: Exception, warehouse: Path,
 
 def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
                  attempts: int) -> TableStatus:
-    """The table's status after ingest and `dbt build`."""
+    """The table's status after ingest and `dbt build`, with its ingest's warnings."""
+    return dataclasses.replace(_outcome(result, nodes, rows, attempts=attempts),
+                               warnings=result.metadata.warnings)
+
+
+def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
+             attempts: int) -> TableStatus:
     schema, name = result.table.schema, result.table.name
     model = staging_table_name(schema, name)
     if result.status == "failed":

@@ -172,7 +172,7 @@ def test_status_shows_monitoring_and_partner_events(zone, tmp_path):
     assert result.exit_code == 1
     document = json.loads(result.stdout)
     assert document["partner"] == {"partner_name": "Contoso CDC", "source_type": "SQL",
-                                   "source_version": "2019"}
+                                   "source_version": "2019", "additional_information": None}
     tables = {t["table"]: t for t in document["tables"]}
     assert tables["good"]["status"] == "replicating"
     assert tables["good"]["last_sequence_applied"] == 1 and tables["good"]["rows"] == 2
@@ -188,7 +188,7 @@ def test_status_shows_monitoring_and_partner_events(zone, tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("{", "not valid JSON"), ('{"sourceInfo": {}}', "partnerName"),
     ('{"partnerName": "p", "sourceInfo": []}', "sourceInfo must be an object"),
-    ('{"partnerName": "p", "sourceInfo": {"sourceVersion": 2019}}', "sourceVersion must be"),
+    ('{"partnerName": "p", "sourceInfo": {"sourceVersion": [2019]}}', "sourceVersion must be"),
 ])
 def test_invalid_partner_events_are_reported(tmp_path, text, message):
     path = tmp_path / "_partnerEvents.json"

@@ -102,7 +102,7 @@ def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: s
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
                        lock_timeout, engine_timeout, as_json)
     if watch_interval is None:
-        _report(service.run(tables), as_json)
+        _report(service.run(tables), as_json, service.run_warnings)
     else:
         _watch(service, watch_interval, tables, as_json)
 
@@ -118,7 +118,8 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
     click.echo(f"watching {service.landing_zone} every {interval:g} s; Ctrl-C stops", err=True)
     try:
         watch(service, interval, threading.Event(),
-              lambda statuses: click.echo(to_json(statuses) if as_json else to_text(statuses)),
+              lambda statuses: click.echo(to_json(statuses, service.run_warnings) if as_json
+                                          else to_text(statuses)),
               tables)
     except KeyboardInterrupt:
         sys.exit(0)
@@ -132,13 +133,13 @@ def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
                        lock_timeout, engine_timeout, as_json)
-    _report(service.ingest_only(tables), as_json)
+    _report(service.ingest_only(tables), as_json, service.run_warnings)
 
 
-def _report(statuses: Sequence[TableStatus], as_json: bool) -> None:
+def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[str]) -> None:
     from lakemirror.status import to_json, to_text
 
-    click.echo(to_json(statuses) if as_json else to_text(statuses))
+    click.echo(to_json(statuses, warnings) if as_json else to_text(statuses))
     sys.exit(1 if any(status.unhealthy for status in statuses) else 0)
 
 

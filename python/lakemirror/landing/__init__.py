@@ -12,6 +12,7 @@ from lakemirror.landing.discovery import (
     DEFAULT_SCHEMA,
     LandingTable,
     discover_tables,
+    hidden_entries,
     sequence_file_name,
 )
 from lakemirror.landing.metadata import TableMetadata, read_metadata
@@ -20,6 +21,6 @@ from lakemirror.landing.zone import Entry, LandingZone, ZoneFile
 __all__ = [
     "DATA_TYPES", "DEFAULT_SCHEMA", "POSITION", "ROWS_PER_FILE", "ChangeFile", "ColumnDefinition",
     "DelimitedFormat", "Detection", "Entry", "LandingTable", "LandingZone", "SequenceFile",
-    "StagedFiles", "TableMetadata", "ZoneFile", "detect_files", "discover_tables",
+    "StagedFiles", "TableMetadata", "ZoneFile", "detect_files", "discover_tables", "hidden_entries",
     "open_change_file", "read_delimited", "read_metadata", "sequence_file_name",
 ]

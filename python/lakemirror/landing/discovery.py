@@ -73,6 +73,25 @@ def discover_tables(zone: Path) -> list[LandingTable]:
     return _without_collisions(tables)
 
 
+def hidden_entries(zone: Path) -> list[str]:
+    """The hidden entries (names starting with '.') where tables and schemas are looked for,
+    relative to the zone: they are ignored, and a run warns about them once."""
+    door = LandingZone(zone)
+    hidden, folders = [], [door.root]
+    for entry in door.entries(door.root):
+        if entry.name.lower().endswith(SCHEMA_SUFFIX) and entry.kind == "folder" \
+                and not entry.name.startswith(("_", ".")):
+            folders.append(entry.path)
+    for folder in folders:
+        try:
+            found = door.entries(folder)
+        except LandingZoneError:  # the run fails that schema's tables with the reason
+            continue
+        hidden += [str(entry.path.relative_to(door.root)) for entry in found
+                   if entry.name.startswith(".")]
+    return hidden
+
+
 def staging_table_name(schema: str, table: str) -> str:
     """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name and
     the name of its mirror model)."""
