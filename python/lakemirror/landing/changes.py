@@ -22,6 +22,7 @@ from lakemirror.errors import (
     RowMarkerError,
     UnreadableFileError,
 )
+from lakemirror.landing.arrow_types import staged_field, to_delta
 from lakemirror.landing.delimited import read_delimited
 from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
@@ -66,7 +67,8 @@ class ChangeFile:
                 start = first_position + row
                 positions = pa.array(np.arange(start, start + len(batch), dtype=np.int64))
                 markers = self._markers(batch, row)
-                data = [_to_delta(batch.column(name)) for name in self.data_columns]
+                data = [to_delta(batch.column(name), name, table=self.table.qualified_name,
+                                 file=str(self.file.path)) for name in self.data_columns]
                 yield pa.RecordBatch.from_arrays([positions, *data, markers], schema=self.schema)
                 row += len(batch)
         except (pa.ArrowException, OSError) as error:
@@ -130,7 +132,7 @@ def _checked(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
     if has_marker and names[-1] != ROW_MARKER:
         raise RowMarkerError(f"{ROW_MARKER} must be the last column; columns are {names}",
                                hint=f"write {ROW_MARKER} as the last column", **where)
-    data_fields = [field.with_type(_delta_type(field.type))
+    data_fields = [staged_field(field, **where)
                    for field in arrow_schema if field.name != ROW_MARKER]
     reserved = [field.name for field in data_fields if field.name.startswith("_lm_")]
     if reserved:
@@ -170,18 +172,3 @@ def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMeta
                           table=table.qualified_name, zone=table.door)
     return rows.schema, lambda: iter(rows.to_batches(max_chunksize=BATCH_ROWS))
 
-
-def _delta_type(arrow_type: pa.DataType) -> pa.DataType:
-    """Delta has no time-of-day type: times are staged as ISO strings (HH:MM:SS[.ffffff]).
-    Delta's timestamp is an instant in UTC: a timestamp in any other zone is staged as the
-    same instant in UTC."""
-    if pa.types.is_time(arrow_type):
-        return pa.string()
-    if pa.types.is_timestamp(arrow_type) and arrow_type.tz not in (None, "UTC"):
-        return pa.timestamp(arrow_type.unit, tz="UTC")
-    return arrow_type
-
-
-def _to_delta(column: pa.Array) -> pa.Array:
-    target = _delta_type(column.type)
-    return column if target == column.type else pc.cast(column, target)
