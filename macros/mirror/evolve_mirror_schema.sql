@@ -1,7 +1,8 @@
 {#-- Before a mirror MERGE: give the mirrored table the batch's new columns (older rows read
-     NULL) and widen the columns staging widened (byte→short→int→bigint, float→double, NULL type
-     → any). Staging already refused every other type change, so one here is a hard error. A
-     metadata commit happens only when something changes. --#}
+     NULL) and widen the columns staging widened (tinyint→smallint→int→bigint, float→double,
+     NULL type → any, decimal to more digits before or after the point). Staging already
+     refused every other type change, so one here is a hard error. A metadata commit happens
+     only when something changes. --#}
 {% macro evolve_mirror_schema(target, changes) %}
     {{ return(adapter.dispatch('evolve_mirror_schema', 'lakemirror')(target, changes)) }}
 {% endmacro %}
@@ -24,7 +25,8 @@
                 {{ exceptions.raise_compiler_error(
                     "lakemirror: model " ~ model.name ~ ": column " ~ column.name
                     ~ " changed type from " ~ old_type ~ " to " ~ column.data_type
-                    ~ "; only widening is applied (tinyint→smallint→int→bigint, float→double). "
+                    ~ "; only widening is applied (tinyint→smallint→int→bigint, float→double, "
+                    ~ "decimal to more digits before or after the point). "
                     ~ "Recreate the landing-zone table folder to start over with the new type.") }}
             {%- endif -%}
             {%- do widened.update({column.name: column}) -%}
@@ -41,7 +43,9 @@
     {%- endif -%}
 {% endmacro %}
 
-{#-- Whether Delta may widen a column from one Spark type to the other. --#}
+{#-- Whether Delta may widen a column from one Spark type to the other without losing a value:
+     along a chain, from the NULL type to any, and from decimal(p,s) to a decimal with at least
+     as many digits before and after the point (the same widenings as staging's). --#}
 {% macro _widens(old_type, new_type) %}
     {%- set chains = [['tinyint', 'smallint', 'int', 'bigint'], ['float', 'double']] -%}
     {%- if old_type == 'void' -%}
@@ -53,5 +57,23 @@
             {{ return(true) }}
         {%- endif -%}
     {%- endfor -%}
+    {%- set old_digits = lakemirror._decimal_digits(old_type) -%}
+    {%- set new_digits = lakemirror._decimal_digits(new_type) -%}
+    {%- if old_digits and new_digits -%}
+        {{ return(new_digits.scale >= old_digits.scale
+                  and new_digits.whole >= old_digits.whole) }}
+    {%- endif -%}
     {{ return(false) }}
+{% endmacro %}
+
+{#-- A Spark decimal type's digits after the point (scale) and before it (whole); none for any
+     other type. --#}
+{% macro _decimal_digits(spark_type) %}
+    {%- set match = modules.re.fullmatch('decimal[(] *([0-9]+) *, *([0-9]+) *[)]',
+                                         spark_type | lower) -%}
+    {%- if not match -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set precision, scale = match.group(1) | int, match.group(2) | int -%}
+    {{ return({'scale': scale, 'whole': precision - scale}) }}
 {% endmacro %}

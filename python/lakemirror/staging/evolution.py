@@ -1,9 +1,14 @@
 """How a change file's columns evolve a staging table's schema.
 
 New columns are added (older rows read NULL); a column missing from a file stays and reads NULL
-for that file's rows, unless it is declared non-nullable. A type may only widen the way Delta
-allows (byte → short → int → long, float → double, NULL type → any); any other type change, and a
-name that differs from a known column only by case, is a `SchemaChangeError` for the table.
+for that file's rows, unless it is declared non-nullable. A type may only widen, losslessly, as
+Delta's schema evolution widens (byte → short → int → long, float → double, NULL type → any,
+decimal(p,s) to the decimal holding both sides' digits before and after the point); any other
+type change, and a name that differs from a known column only by case, is a `SchemaChangeError`
+for the table. As in Delta's schema evolution, integers never become decimals or doubles on
+their own. A date is not widened to a timestamp either: to a timestamp with a zone it is not
+exact (whose midnight?), and to timestamp_ntz (exact: its midnight) it would give the mirrored
+table the timestampNtz feature, which older Delta readers cannot read.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ import pyarrow as pa
 from deltalake import Schema
 
 from lakemirror.errors import ColumnError, SchemaChangeError
+from lakemirror.landing.arrow_types import MAX_DIGITS
 
 NULL_TYPE = "void"
 WIDENING_CHAINS = (("byte", "short", "integer", "long"), ("float", "double"))
+WIDENINGS = ("byte→short→integer→long, float→double, decimal to more digits before or after "
+             "the point")
 
 
 @dataclass(frozen=True)
@@ -79,17 +87,12 @@ def plan_schema(staged: pa.Schema | None, incoming: pa.Schema, *,
                          "table folder", **where)
             continue
         old, new = delta_type_name(fields[field.name].type), delta_type_name(field.type)
-        if old == new or new == NULL_TYPE or _widens(new, old):
+        if old == new or new == NULL_TYPE:
             continue
-        if old == NULL_TYPE or _widens(old, new):
-            fields[field.name] = fields[field.name].with_type(field.type)
+        union = _union_type(fields[field.name].type, field.type, column=field.name, where=where)
+        if delta_type_name(union) != old:
+            fields[field.name] = fields[field.name].with_type(union)
             widened.append(field.name)
-            continue
-        raise SchemaChangeError(
-            f"column {field.name!r} changed type from {old} to {new}; only widening "
-            "(byte→short→integer→long, float→double) is applied",
-            hint="publish the earlier type, or recreate the table folder to start over with "
-                 "the new type", **where)
     for name, field in fields.items():
         if name not in incoming.names and not field.nullable:
             raise SchemaChangeError(
@@ -105,6 +108,29 @@ def delta_type_name(arrow_type: pa.DataType) -> str:
     nanosecond timestamps are stored as microseconds, so they compare equal."""
     delta_type = Schema.from_arrow(pa.schema([pa.field("c", arrow_type)])).fields[0].type
     return _describe(json.loads(delta_type.to_json())).replace("_nanos", "")
+
+
+def _union_type(staged: pa.DataType, incoming: pa.DataType, *, column: str,
+               where: dict[str, str]) -> pa.DataType:
+    """The narrowest type that holds every value of both types exactly, when Delta widens both
+    to it (a staged column of NULL type takes any type); else a SchemaChangeError."""
+    old, new = delta_type_name(staged), delta_type_name(incoming)
+    if old == NULL_TYPE or _widens(old, new):
+        return incoming
+    if _widens(new, old):
+        return staged
+    change = f"column {column!r} changed type from {old} to {new}"
+    fix = "publish the earlier type, or recreate the table folder to start over with the new type"
+    if not (pa.types.is_decimal(staged) and pa.types.is_decimal(incoming)):
+        raise SchemaChangeError(f"{change}; only widening ({WIDENINGS}) is applied", hint=fix,
+                                **where)
+    scale = max(staged.scale, incoming.scale)
+    digits = scale + max(staged.precision - staged.scale, incoming.precision - incoming.scale)
+    if digits > MAX_DIGITS:
+        raise SchemaChangeError(
+            f"{change}; holding both takes decimal({digits},{scale}), more than the "
+            f"{MAX_DIGITS} digits of Delta's widest decimal", hint=fix, **where)
+    return pa.decimal128(digits, scale)
 
 
 def _widens(narrow: str, wide: str) -> bool:
