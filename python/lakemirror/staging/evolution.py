@@ -111,7 +111,7 @@ def delta_type_name(arrow_type: pa.DataType) -> str:
 
 
 def _union_type(staged: pa.DataType, incoming: pa.DataType, *, column: str,
-               where: dict[str, str]) -> pa.DataType:
+                where: dict[str, str]) -> pa.DataType:
     """The narrowest type that holds every value of both types exactly, when Delta widens both
     to it (a staged column of NULL type takes any type); else a SchemaChangeError."""
     old, new = delta_type_name(staged), delta_type_name(incoming)
