@@ -23,12 +23,10 @@ from lakemirror.errors import ColumnError
 from lakemirror.landing import discover_tables, read_delimited, sequence_file_name
 from lakemirror.landing.arrow_types import delta_type, staged_field, to_delta
 from lakemirror.landing.delimited import ColumnDefinition, DelimitedFormat
-from lakemirror.reference import ROW_MARKER
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.evolution import delta_type_name
 
 
-M = ROW_MARKER
 D = Decimal
 EPOCH, UTC = dt.datetime(1970, 1, 1), dt.timezone.utc
 WHERE = {"table": "dbo.t", "file": "/zone/T/00000000000000000001.parquet"}
