@@ -26,6 +26,7 @@ from lakemirror.landing.arrow_types import staged_field, to_delta
 from lakemirror.landing.delimited import read_delimited
 from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
+from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
 from lakemirror.landing.zone import ZoneFile
 from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
@@ -163,7 +164,11 @@ def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
     except (pa.ArrowException, OSError) as error:
         raise UnreadableFileError(f"not a readable Parquet file: {error}",
                                hint="replace it with a complete Parquet file", **where) from error
-    return parquet.schema_arrow, lambda: parquet.iter_batches(batch_size=BATCH_ROWS)
+    layout = column_layout(parquet.schema_arrow)
+    if layout is None:
+        return parquet.schema_arrow, lambda: parquet.iter_batches(batch_size=BATCH_ROWS)
+    return layout.schema, lambda: layout.batches(
+        parquet.iter_batches(batch_size=BATCH_ROWS, columns=layout.read))
 
 
 def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
