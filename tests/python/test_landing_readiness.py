@@ -198,3 +198,28 @@ def test_partition_folders_fail_the_table_saying_they_are_not_supported(zone, tm
     assert "partitioned landing folders are not supported" in table["error"]
     assert "Fix:" in table["error"]
     assert (partition / "0b6f.parquet").exists()
+
+
+# -- _partnerEvents.json as the SDKs write it ---------------------------------------------------
+
+@pytest.mark.parametrize("document, expected", [
+    ({"partnerName": "Contoso", "sourceInfo": {"sourceType": "SQL", "sourceVersion": "2019",
+                                               "additionalInformation": {"region": "eu"}}},
+     ("Contoso", "SQL", "2019", '{"region": "eu"}')),
+    ({"PartnerName": "Fabrikam", "SourceInfo": {"SourceType": "MongoDB", "SourceVersion": 7.0}},
+     ("Fabrikam", "MongoDB", "7.0", None)),
+    ({"partnerName": "hygge", "sourceInfo": {"sourceType": "mssql", "sourceVersion": None}},
+     ("hygge", "mssql", None, None)),
+    ({"partnerName": "MariaDB CDC", "sourceInfo": {"sourceType": "MariaDB",
+                                                   "sourceVersion": 11}}, ("MariaDB CDC",
+                                                                           "MariaDB", "11", None)),
+    ({"partnerName": "bare"}, ("bare", None, None, None)),
+])
+def test_partner_events_in_every_sdk_shape_are_recorded(tmp_path, document, expected):
+    from lakemirror.monitor import parse_partner_events
+
+    path = tmp_path / "_partnerEvents.json"
+    path.write_text(json.dumps(document))
+    info = parse_partner_events(path)
+    assert (info.partner_name, info.source_type, info.source_version,
+            info.additional_information) == expected
