@@ -57,7 +57,7 @@ def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
     assert set(tables) == {("dbo", "good"), ("sales", "bad"), ("dbo", "late")}
     assert tables["dbo", "good"] == {"schema": "dbo", "table": "good", "status": "replicating",
                                      "last_sequence": 1, "rows": 1, "error": None, "note": None,
-                                     "error_class": None}
+                                     "error_class": None, "warnings": []}
     assert (tables["sales", "bad"]["status"], tables["sales", "bad"]["error_class"]) == (
         "failed", "user")
     assert "__rowMarker__=5" in tables["sales", "bad"]["error"]
