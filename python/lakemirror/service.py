@@ -98,7 +98,24 @@ class MirrorService:
             nodes = self.build(scope, damaged=self._damaged(ingested)) if staged else []
             statuses = [self._status(result, nodes) for result in ingested]
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
+            self._maintain([f"{s.schema}.{s.table}" for s in statuses if s.status != "failed"
+                            and self._is_staged_name(s.schema, s.table)])
             return dropped + statuses
+
+    def _maintain(self, names: list[str]) -> None:
+        """Maintain the healthy tables whose maintenance is due (their locks are held)."""
+        from lakemirror.maintenance import due_tables, maintain_tables
+
+        try:
+            due = due_tables(self.warehouse, names)
+            if due:
+                maintain_tables(self.layout, due, progress=self.progress)
+        except Exception as error:  # maintenance is housekeeping: the run's outcome stands
+            self._warn(f"maintenance did not finish: {type(error).__name__}: {error}; "
+                       "run `lakemirror maintain` to see why")
+
+    def _is_staged_name(self, schema: str, table: str) -> bool:
+        return DeltaTable.is_deltatable(str(self.layout.staging_path(schema, table)))
 
     def ingest_only(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""

@@ -158,6 +158,34 @@ def table_status(warehouse: Path, as_json: bool) -> None:
     sys.exit(1 if any(record.status in ("failed", "degraded") for record in records) else 0)
 
 
+@cli.command()
+@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--table", "tables", multiple=True, metavar="SCHEMA.TABLE",
+              help="Only this table (repeatable).")
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              envvar="LAKEMIRROR_LOCK_TIMEOUT",
+              help="Seconds to wait for tables a run is working on [env LAKEMIRROR_LOCK_TIMEOUT].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
+             as_json: bool) -> None:
+    """Fold applied changes out of staging, compact mirrored tables and vacuum both (files
+    older than delta.deletedFileRetentionDuration, default 7 days). `run` does it too, every
+    LAKEMIRROR_MAINTENANCE_HOURS (24)."""
+    from lakemirror import maintenance
+
+    results = maintenance.maintain(warehouse.resolve(), tables, lock_timeout=lock_timeout,
+                                   progress=lambda message: click.echo(message, err=True))
+    if as_json:
+        click.echo(maintenance.to_json(results))
+        return
+    for result in results:
+        click.echo(f"{result.schema}.{result.table}: {result.staged_rows_folded} applied changes "
+                   f"folded into {result.snapshot_rows} rows, {result.mirrored_files_removed} "
+                   f"files compacted away, {result.files_vacuumed} files vacuumed"
+                   + "".join(f"; skipped {reason}" for reason in result.skipped))
+
+
 @cli.command(name="inspect")
 @click.argument("table", required=False)
 @click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",

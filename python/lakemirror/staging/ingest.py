@@ -46,6 +46,7 @@ from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 SEQUENCE_KEY = "lakemirror.sequence"
 FILE_KEY = "lakemirror.file"
 KEYS_KEY = "lakemirror.keyColumns"
+CONDITIONAL_KEY = "lakemirror.conditionalUpdateColumn"  # "" when the table has none
 INCARNATION_KEY = "lakemirror.incarnation"
 # Row groups of one read batch: delta-rs then never buffers more than that per open file, so
 # staging a file of any size stays within a bounded memory.
@@ -220,6 +221,7 @@ class StagingTable:
         metadata = {SEQUENCE_KEY: str(change_file.file.sequence),
                     FILE_KEY: change_file.file.path.name,
                     KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
+                    CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
                     INCARNATION_KEY: incarnation}
         mode: Literal["append", "overwrite"] = "overwrite" if plan.widened else "append"
         schema_mode: Literal["merge", "overwrite"] | None = (

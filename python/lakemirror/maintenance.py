@@ -1,0 +1,168 @@
+"""Bounded history and storage: `lakemirror maintain`, and `run` on a schedule.
+
+Per table, under its lock (so never during a run's ingest or MERGE of it):
+1. staging compaction: applied changes are folded into a snapshot (`staging.compaction`);
+2. mirrored-table compaction: small files are rewritten into larger ones (delta-rs
+   `optimize.compact`, on every engine; the table's protocol and features are unchanged);
+3. vacuum of both tables: files no version younger than `delta.deletedFileRetentionDuration`
+   (default 7 days) needs are deleted, so time travel within that window keeps working.
+A step delta-rs cannot do on a table (a writer feature it does not support) is skipped with the
+reason; the table stays as it was. `run` maintains a table when its last maintenance is older
+than LAKEMIRROR_MAINTENANCE_HOURS (default 24; 0: every run; `never`: only `maintain`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from lakemirror.errors import ConfigError
+from lakemirror.monitor import applied_positions
+from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
+from lakemirror.staging.ingest import CONDITIONAL_KEY
+from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
+
+MAINTENANCE_HOURS = "LAKEMIRROR_MAINTENANCE_HOURS"
+DEFAULT_MAINTENANCE_HOURS = 24.0
+STAMPS_FILE = "maintenance.json"  # in <warehouse>/_lakemirror/: table → last maintenance time
+
+
+@dataclass(frozen=True)
+class TableMaintenance:
+    """What maintenance did to one table."""
+
+    schema: str
+    table: str
+    staged_rows_folded: int = 0  # applied changes replaced by the snapshot
+    snapshot_rows: int = 0
+    mirrored_files_removed: int = 0  # small files compacted away
+    files_vacuumed: int = 0
+    skipped: tuple[str, ...] = ()  # steps not done, with why
+
+
+def maintain(warehouse: Path, tables: Sequence[str] = (), *,
+             lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+             progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
+    """Maintain the named staged tables ('schema.table'), or all of them."""
+    layout = Warehouse(warehouse)
+    names = [f"{schema}.{table}" for schema, table in staged_tables(layout)]
+    names = [name for name in names if not tables or name in tables]
+    with table_locks(warehouse, names, timeout=lock_timeout, progress=progress):
+        return maintain_tables(layout, names, progress=progress)
+
+
+def maintain_tables(layout: Warehouse, names: Sequence[str], *,
+                    progress: Callable[[str], None] = lambda message: None
+                    ) -> list[TableMaintenance]:
+    """Maintain the named tables, whose locks the caller holds."""
+    applied = applied_positions(layout)
+    results = []
+    for name in names:
+        progress(f"maintain {name}")
+        results.append(_maintain_table(layout, name, applied.get(name, 0)))
+    _stamp(layout, names, time.time())
+    return results
+
+
+def due_tables(warehouse: Path, names: Sequence[str]) -> list[str]:
+    """The tables whose last maintenance is older than LAKEMIRROR_MAINTENANCE_HOURS. A table
+    seen for the first time is stamped now: it has nothing to maintain yet."""
+    hours = maintenance_hours()
+    if hours is None:
+        return []
+    layout, now = Warehouse(warehouse), time.time()
+    stamps = _stamps(layout)
+    new = [name for name in names if name not in stamps]
+    if new and hours > 0:
+        _stamp(layout, new, now)
+    return [name for name in names
+            if now - stamps.get(name, now if hours > 0 else 0.0) >= hours * 3600]
+
+
+def maintenance_hours() -> float | None:
+    """Hours between maintenances within `run`; None: never."""
+    value = os.environ.get(MAINTENANCE_HOURS, "").strip().lower()
+    if not value:
+        return DEFAULT_MAINTENANCE_HOURS
+    if value == "never":
+        return None
+    try:
+        hours = float(value)
+    except ValueError:
+        hours = -1.0
+    if not 0 <= hours < float("inf"):
+        raise ConfigError(f"{MAINTENANCE_HOURS}={value!r} is not a number of hours or 'never'",
+                          hint=f"set {MAINTENANCE_HOURS} to e.g. 24, 0 (every run) or never")
+    return hours
+
+
+def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMaintenance:
+    schema, table = name.split(".", 1)
+    staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
+    skipped: list[str] = []
+    folded = Compaction(0, 0)
+    last = DeltaTable(str(staging)).history(limit=1)
+    recorded = last[0] if last else {}
+    if CONDITIONAL_KEY not in recorded:
+        skipped.append("staging compaction: staged by an older lakemirror (the next staged "
+                       "file records what it needs)")
+    else:
+        try:
+            folded = compact_staging(staging, mirrored, watermark, keys=staged_keys(staging),
+                                     conditional_column=recorded[CONDITIONAL_KEY] or None,
+                                     table=name)
+        except Exception as error:  # a delta-rs refusal: the table is left as it was
+            skipped.append(f"staging compaction: {type(error).__name__}: {error}")
+    removed = 0
+    if DeltaTable.is_deltatable(str(mirrored)):
+        try:
+            metrics = DeltaTable(str(mirrored)).optimize.compact()
+            removed = int(metrics.get("numFilesRemoved", 0)) - int(metrics.get("numFilesAdded", 0))
+        except Exception as error:
+            skipped.append(f"mirrored compaction: {type(error).__name__}: {error}")
+    vacuumed = 0
+    for path in (staging, mirrored):
+        if not DeltaTable.is_deltatable(str(path)):
+            continue
+        try:
+            vacuumed += len(DeltaTable(str(path)).vacuum(dry_run=False))
+        except Exception as error:
+            skipped.append(f"vacuum of {path.name}: {type(error).__name__}: {error}")
+    return TableMaintenance(schema, table, folded.rows_before, folded.rows_after,
+                            max(removed, 0), vacuumed, tuple(skipped))
+
+
+def _stamps_path(layout: Warehouse) -> Path:
+    return layout.root / "_lakemirror" / STAMPS_FILE
+
+
+def _stamps(layout: Warehouse) -> dict[str, float]:
+    try:
+        stamps = json.loads(_stamps_path(layout).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in stamps.items()} if isinstance(stamps, dict) else {}
+
+
+def _stamp(layout: Warehouse, names: Sequence[str], when: float) -> None:
+    """Record when each table was maintained (atomically, under the control lock)."""
+    with control_lock(layout.root):
+        stamps = _stamps(layout)
+        stamps.update({name: when for name in names})
+        path = _stamps_path(layout)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(stamps, indent=1, sort_keys=True))
+        partial.replace(path)
+
+
+def to_json(results: Sequence[TableMaintenance]) -> str:
+    return json.dumps({"tables": [asdict(result) for result in results]}, indent=2)

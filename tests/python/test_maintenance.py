@@ -1,0 +1,178 @@
+"""Staging compaction and table maintenance: after folding the applied changes, a rebuild from
+staging gives the same table as the whole history, later changes (ConditionalUpdateColumn
+included) apply as before, a crash mid-compaction loses nothing, and `maintain` compacts and
+vacuums the mirrored table."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakemirror import maintenance
+from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
+from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.staging import Warehouse, ingest_table
+from lakemirror.staging.compaction import compact_staging
+
+from conftest import Zone, as_multiset, mirror_setup, mirrored_rows
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+
+change = st.fixed_dictionaries({
+    "id": st.integers(1, 4), "c": st.one_of(st.none(), st.integers(0, 5)),
+    "v": st.sampled_from(["a", "b", "c"]), M: st.sampled_from([0, 1, 2, 4])})
+streams = st.lists(st.lists(change, min_size=1, max_size=5), min_size=2, max_size=6)
+
+
+def positioned(files):
+    """The files' rows with the position each gets when staged, as a data column."""
+    return [[{**row, POSITION: sequence * ROWS_PER_FILE + index}
+             for index, row in enumerate(rows)] for sequence, rows in enumerate(files, 1)]
+
+
+def stage(tmp_path, files, conditional):
+    zone = Zone(tmp_path / "LandingZone")
+    folder = zone.table("T", None)
+    keys = '{"keyColumns": ["id"]%s}' % (', "ConditionalUpdateColumn": "c"' if conditional
+                                         else "")
+    (folder / "_metadata.json").write_text(keys)
+    for sequence, rows in enumerate(files, 1):
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA),
+                       folder / sequence_file_name(sequence))
+    warehouse = Warehouse(tmp_path / "wh")
+    [table] = discover_tables(zone.root)
+    assert ingest_table(table, warehouse).status == "replicating"
+    return warehouse
+
+
+def rebuilt(rows, conditional):
+    """The table the reference model builds from staged rows (one change log)."""
+    ordered = sorted(rows, key=lambda row: row[POSITION])
+    return as_multiset([{k: v for k, v in row.items() if k != M}
+                        for row in apply_changes([ordered], ["id"],
+                                                 conditional_column=conditional)])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=streams, applied=st.integers(1, 5), conditional=st.booleans())
+def test_a_rebuild_after_compaction_equals_the_whole_history(tmp_path_factory, files, applied,
+                                                              conditional):
+    tmp_path = tmp_path_factory.mktemp("compaction")
+    column = "c" if conditional else None
+    applied = min(applied, len(files) - 1)  # later files stay unapplied
+    warehouse = stage(tmp_path, files, conditional)
+    staging = warehouse.staging_path("dbo", "t")
+    history = DeltaTable(str(staging)).to_pyarrow_table().to_pylist()
+    watermark = max(row[POSITION] for row in history
+                    if row[POSITION] < (applied + 1) * ROWS_PER_FILE)
+    current = apply_changes(positioned(files[:applied]), ["id"], conditional_column=column)
+    mirrored = tmp_path / "mirrored"
+    write_deltalake(str(mirrored), pa.Table.from_pylist(
+        [{k: v for k, v in row.items() if k != M} for row in current],
+        schema=pa.schema([(POSITION, pa.int64()), *list(SCHEMA)[:-1]])))
+
+    compact_staging(staging, mirrored, watermark, keys=["id"], conditional_column=column,
+                    table="dbo.t")
+
+    folded = DeltaTable(str(staging)).to_pyarrow_table().to_pylist()
+    assert rebuilt(folded, column) == rebuilt(history, column)
+    def after(rows):
+        return sorted((row for row in rows if row[POSITION] > watermark),
+                      key=lambda row: row[POSITION])
+    assert after(folded) == after(history)
+    assert len([row for row in folded if row[POSITION] <= watermark]) <= max(
+        len(current) + len({row["id"] for row in history}), 1)
+
+
+def test_a_crash_mid_compaction_leaves_staging_as_it_was(tmp_path, monkeypatch):
+    files = [[{"id": 1, "c": 1, "v": "a", M: 0}], [{"id": 1, "c": 2, "v": "b", M: 1}]]
+    warehouse = stage(tmp_path, files, False)
+    staging = warehouse.staging_path("dbo", "t")
+    before = DeltaTable(str(staging))
+    mirrored = tmp_path / "mirrored"
+    write_deltalake(str(mirrored), pa.table({POSITION: [2 * ROWS_PER_FILE], "id": [1], "c": [2],
+                                             "v": ["b"]}))
+
+    def crash(*args, **kwargs):
+        raise OSError("disk vanished")
+    monkeypatch.setattr("lakemirror.staging.compaction.write_deltalake", crash)
+    with pytest.raises(OSError):
+        compact_staging(staging, mirrored, 2 * ROWS_PER_FILE, keys=["id"],
+                        conditional_column=None, table="dbo.t")
+    after = DeltaTable(str(staging))
+    assert after.version() == before.version()
+    assert after.to_pyarrow_table().num_rows == 2
+
+
+@pytest.mark.slow
+def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, "never")
+    zone, service = mirror_setup(tmp_path)
+    folder = zone.table("T", None)
+    (folder / "_metadata.json").write_text(
+        '{"keyColumns": ["id"], "ConditionalUpdateColumn": "c"}')
+    files = [[{"id": i, "c": 1, "v": "a", M: 0} for i in range(1, 6)],
+             [{"id": 1, "c": 2, "v": "b", M: 1}, {"id": 2, "c": 9, "v": None, M: 2}],
+             [{"id": 3, "c": 3, "v": "c", M: 4}, {"id": 1, "c": 5, "v": "d", M: 4}]]
+    for sequence, rows in enumerate(files, 1):
+        zone.write("T", sequence, rows, SCHEMA)
+        assert all(not s.unhealthy for s in service.run())
+    staging = service.layout.staging_path("dbo", "t")
+    mirrored = service.layout.mirrored_path("dbo", "t")
+    mirrored_files = len(DeltaTable(str(mirrored)).file_uris())
+
+    [result] = maintenance.maintain(service.warehouse)
+
+    assert result.skipped == () and result.staged_rows_folded == 9
+    assert result.snapshot_rows == 5  # 4 current rows + the delete holding id 2's high-water
+    assert len(DeltaTable(str(mirrored)).file_uris()) < mirrored_files
+    later = [[{"id": 2, "c": 8, "v": "late and old", M: 4},  # below id 2's high-water 9: skipped
+              {"id": 4, "c": 7, "v": "e", M: 1}]]
+    zone.write("T", 4, later[0], SCHEMA)
+    assert all(not s.unhealthy for s in service.run())
+    expected = apply_changes(files + later, ["id"], conditional_column="c")
+    data = [{k: v for k, v in row.items() if k != M} for row in expected]
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data)
+    rows = DeltaTable(str(staging)).to_pyarrow_table().num_rows
+    assert rows == 5 + 2
+    # A rebuild from the folded staging gives the same table.
+    import shutil
+    shutil.rmtree(mirrored)
+    assert all(not s.unhealthy for s in service.run())
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data)
+    assert Counter(maintenance.due_tables(service.warehouse, ["dbo.t"])) == Counter()
+
+
+@pytest.mark.slow
+def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch):
+    zone, service = mirror_setup(tmp_path)
+    zone.table("T", ["id"])
+    staging = service.layout.staging_path("dbo", "t")
+    zone.write("T", 1, [{"id": 1, "c": 1, "v": "a", M: 0}], SCHEMA)
+    service.run()  # first seen: stamped, nothing to maintain yet
+    zone.write("T", 2, [{"id": 1, "c": 2, "v": "b", M: 1}], SCHEMA)
+    service.run()  # within the default 24 hours: not due
+    assert DeltaTable(str(staging)).to_pyarrow_table().num_rows == 2
+    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, "0")
+    zone.write("T", 3, [{"id": 1, "c": 3, "v": "c", M: 1}], SCHEMA)
+    [status] = service.run()
+    assert status.status == "replicating" and service.run_warnings == []
+    assert DeltaTable(str(staging)).to_pyarrow_table().num_rows == 1  # folded
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
+        [{"id": 1, "c": 3, "v": "c"}])
+
+
+@pytest.mark.parametrize("value", ["-2", "daily", "inf"])
+def test_a_bad_maintenance_interval_is_a_config_error(monkeypatch, value):
+    from lakemirror.errors import ConfigError
+
+    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, value)
+    with pytest.raises(ConfigError, match=maintenance.MAINTENANCE_HOURS):
+        maintenance.maintenance_hours()
