@@ -19,7 +19,7 @@ def parsed_manifest(args: list[str], project_dir: Path, key: tuple[str, ...]) ->
     cannot parse the project: the caller's own invocation then reports why."""
     from dbt.cli.main import dbtRunner
 
-    fingerprint = _fingerprint(project_dir)
+    fingerprint = project_fingerprint(project_dir)
     cached = _parsed.get(key)
     if cached and cached[0] == fingerprint:
         return cached[1]
@@ -31,7 +31,7 @@ def parsed_manifest(args: list[str], project_dir: Path, key: tuple[str, ...]) ->
     return outcome.result
 
 
-def _fingerprint(project_dir: Path) -> Fingerprint:
+def project_fingerprint(project_dir: Path) -> Fingerprint:
     """Path, modification time and size of every file dbt reads from the project."""
     paths = [project_dir / name for name in PROJECT_FILES]
     for part in PROJECT_PARTS:

@@ -31,6 +31,13 @@ from lakemirror.errors import (
     LakemirrorError,
     LandingZoneError,
 )
+from lakemirror.idle import (
+    as_last_recorded,
+    built_with,
+    nothing_new,
+    project_state,
+    record_build,
+)
 from lakemirror.landing import LandingTable, discover_tables, hidden_entries
 from lakemirror.monitor import (
     applied_positions,
@@ -95,8 +102,17 @@ class MirrorService:
             dropped = self.drop_retired(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             staged = [result for result in ingested if self._is_staged(result)]
-            nodes = self.build(scope, damaged=self._damaged(ingested)) if staged else []
+            previous = read_monitor(self.layout)
+            idle = (not dropped and built_with(self.layout) == self._project_state()
+                    and nothing_new(ingested, previous, self._is_mirrored))
+            nodes = (self.build(scope, damaged=self._damaged(ingested))
+                     if staged and not idle else [])
+            if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
+                record_build(self.layout, self._project_state())
             statuses = [self._status(result, nodes) for result in ingested]
+            if idle:
+                self.progress("nothing new: no dbt build")
+                statuses = as_last_recorded(statuses, previous)
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
             self._maintain([f"{s.schema}.{s.table}" for s in statuses if s.status != "failed"
                             and self._is_staged_name(s.schema, s.table)])
@@ -113,6 +129,13 @@ class MirrorService:
         except Exception as error:  # maintenance is housekeeping: the run's outcome stands
             self._warn(f"maintenance did not finish: {type(error).__name__}: {error}; "
                        "run `lakemirror maintain` to see why")
+
+    def _project_state(self) -> str:
+        return project_state(self.project_dir, self.target, self.dbt_vars)
+
+    def _is_mirrored(self, result: IngestResult) -> bool:
+        return DeltaTable.is_deltatable(
+            str(self.layout.mirrored_path(result.table.schema, result.table.name)))
 
     def _is_staged_name(self, schema: str, table: str) -> bool:
         return DeltaTable.is_deltatable(str(self.layout.staging_path(schema, table)))

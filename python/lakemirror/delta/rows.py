@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaProtocolError
 
@@ -15,11 +16,28 @@ def table_row_count(path: Path) -> int | None:
     if not DeltaTable.is_deltatable(str(path)):
         return None
     table = DeltaTable(str(path))
+    counted = _count_in_log(table)
+    if counted is not None:
+        return counted
     try:
         return int(table.to_pyarrow_dataset().count_rows())
     except DeltaProtocolError:
         counted = _sql(table, "select count(*) as row_count from delta_table")
         return int(counted.column("row_count")[0].as_py())
+
+
+def _count_in_log(table: DeltaTable) -> int | None:
+    """The row count the log's file statistics give, without reading a data file (or
+    pyarrow.dataset, which is slow to import); None when a file has no count or the table
+    has deletion vectors."""
+    actions = table.get_add_actions(flatten=True)
+    names = list(actions.schema.names)
+    if "num_records" not in names or any("deletion" in name.lower() for name in names):
+        return None
+    records = pa.chunked_array(actions.column("num_records"))
+    if records.null_count:
+        return None
+    return int(pc.sum(records).as_py() or 0)
 
 
 def read_table(path: Path) -> pa.Table:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
 from lakemirror.errors import (
@@ -243,9 +242,12 @@ class StagingTable:
                 hint="check that column types match the earlier files of this table") from error
         return rows
 
-    def _staged_files_dataset(self) -> ds.Dataset:
+    def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
-        writes); staging is append-only, so its files are all its rows."""
+        writes); staging is append-only, so its files are all its rows (a pyarrow Dataset;
+        pyarrow.dataset is imported here, as it is slow to import)."""
+        import pyarrow.dataset as ds
+
         table = DeltaTable(self.path)
         return ds.dataset(table.file_uris(), schema=pa.schema(table.schema().to_arrow()),
                           format="parquet")

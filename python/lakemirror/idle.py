@@ -1,0 +1,76 @@
+"""An idle run: no new file for any table, every staged change already applied, and the dbt
+project and target unchanged since the last build. Such a run neither starts the engine nor
+dbt; its statuses come from the last run's monitoring records (a table whose dbt tests failed
+stays `degraded` until a run tests it again)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from lakemirror.monitor import TableMonitor
+from lakemirror.parsed_projects import project_fingerprint
+from lakemirror.staging import IngestResult, Warehouse
+from lakemirror.status import TableStatus
+
+Records = Mapping[tuple[str, str], TableMonitor]
+
+
+def nothing_new(ingested: Sequence[IngestResult], previous: Records,
+                mirrored: Callable[[IngestResult], bool]) -> bool:
+    """Whether no table staged a file now and each one's staged files were all applied by
+    the last run (which did not fail it: a failed table is built again) into a mirrored table
+    that is still there (a deleted one is rebuilt)."""
+    for result in ingested:
+        record = previous.get((result.table.schema, result.table.name))
+        if result.staged_files:
+            return False
+        if result.last_sequence == 0:
+            continue  # nothing staged, nothing to apply
+        if record is None or record.status == "failed" \
+                or record.last_sequence_applied != result.last_sequence or not mirrored(result):
+            return False
+    return True
+
+
+def as_last_recorded(statuses: Sequence[TableStatus], previous: Records) -> list[TableStatus]:
+    """The statuses of an idle run: a table last seen `degraded` is still so."""
+    def carried(status: TableStatus) -> TableStatus:
+        record = previous.get((status.schema, status.table))
+        if status.status == "replicating" and record is not None and record.status == "degraded":
+            return dataclasses.replace(status, status="degraded", error=record.error,
+                                       error_class=record.error_class)
+        return status
+    return [carried(status) for status in statuses]
+
+
+def project_state(project_dir: Path, target: str, dbt_vars: Mapping[str, object]) -> str:
+    """A digest of what a build depends on besides the data: the project's files, the target
+    and the variables."""
+    described = json.dumps([str(project_dir), target, sorted(map(str, dbt_vars.items())),
+                            project_fingerprint(project_dir)])
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _state_file(layout: Warehouse) -> Path:
+    return layout.root / "_lakemirror" / "last_build.json"
+
+
+def built_with(layout: Warehouse) -> str | None:
+    """The project state of the last build of this warehouse."""
+    try:
+        state = json.loads(_state_file(layout).read_text()).get("project_state")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return state if isinstance(state, str) else None
+
+
+def record_build(layout: Warehouse, state: str) -> None:
+    path = _state_file(layout)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"project_state": state}))
+    partial.replace(path)

@@ -1,0 +1,64 @@
+"""An idle run (no new file, everything applied, the project unchanged) starts neither the
+engine nor dbt, and still reports every table; anything new makes the next run build."""
+
+import shutil
+
+import pyarrow as pa
+import pytest
+
+from lakemirror.reference import ROW_MARKER
+
+from conftest import as_multiset, mirror_setup, mirrored_rows
+
+pytestmark = pytest.mark.slow
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+
+
+@pytest.fixture
+def mirrored(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    zone.table("T", ["id"])
+    zone.table("Gap", ["id"])
+    zone.write("T", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    zone.write("Gap", 2, [{"id": 1, "v": "a", M: 0}], SCHEMA)  # waits for file 1
+    first = {status.table: status for status in service.run()}
+    assert first["t"].status == "replicating" and first["gap"].status == "waiting"
+    return zone, service, first
+
+
+def builds(service, monkeypatch):
+    """Record each dbt invocation the service makes from now on."""
+    calls = []
+    real = service._dbt
+
+    def counting(command, *args, **kwargs):
+        calls.append(command)
+        return real(command, *args, **kwargs)
+    monkeypatch.setattr(service, "_dbt", counting)
+    return calls
+
+
+def test_a_run_with_nothing_new_does_not_build_and_reports_every_table(mirrored, monkeypatch):
+    zone, service, first = mirrored
+    calls = builds(service, monkeypatch)
+    again = {status.table: status for status in service.run()}
+    assert calls == []
+    assert again == first
+
+
+@pytest.mark.parametrize("change", ["new file", "mirrored folder deleted", "project edited"])
+def test_anything_new_makes_the_run_build(mirrored, monkeypatch, change):
+    zone, service, first = mirrored
+    if change == "new file":
+        zone.write("T", 2, [{"id": 1, "v": "b", M: 1}], SCHEMA)
+    elif change == "mirrored folder deleted":
+        shutil.rmtree(service.layout.mirrored_path("dbo", "t"))
+    else:
+        path = service.project_dir / "dbt_project.yml"
+        path.write_text(path.read_text() + "\n# edited\n")
+    calls = builds(service, monkeypatch)
+    [t] = [status for status in service.run() if status.table == "t"]
+    assert calls == ["build"] and t.status == "replicating", t.error
+    expected = [{"id": 1, "v": "b" if change == "new file" else "a"}]
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
