@@ -54,6 +54,7 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
+from lakemirror.project import profiles_dir
 from lakemirror.scope import Scope, resolve_scope
 from lakemirror.staging.lifecycle import (
     Retirement,
@@ -66,16 +67,17 @@ from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
 from lakemirror.table_outcome import failed_ingest, rebuild_after_crash, table_status
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = Path(__file__).resolve().parents[2]  # the example project, in a source checkout
 
 
 @dataclass
 class MirrorService:
-    """Mirrors one landing zone into one warehouse with one dbt project."""
+    """Mirrors one landing zone into one warehouse with one dbt project (by default the one in
+    the current directory, as for dbt)."""
 
     landing_zone: Path
     warehouse: Path
-    project_dir: Path = PROJECT_DIR
+    project_dir: Path = field(default_factory=Path.cwd)
     target: str = "embedded"
     dbt_vars: dict[str, object] = field(default_factory=dict)
     quiet: bool = False
@@ -93,7 +95,9 @@ class MirrorService:
         self.project_dir = self.project_dir.resolve()
         if not (self.project_dir / "dbt_project.yml").is_file():
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
-                              hint="pass --project-dir pointing at the lakemirror dbt project")
+                              hint="run lakemirror in your dbt project's folder, or pass "
+                                   "--project-dir (LAKEMIRROR_PROJECT_DIR); `lakemirror init "
+                                   "DIR` creates a project")
 
     def run(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Drop tables whose folder went away, ingest new files, generate models for new
@@ -389,8 +393,9 @@ class MirrorService:
 
     def _dbt_invoke(self, command: str, args: tuple[str, ...], env: dict[str, str],
                     dbt_vars: Mapping[str, object]) -> list[NodeResult]:
-        return dbt_invoke(command, self.project_dir, profiles_dir=self.project_dir / "profiles",
-                          target=self.target, env=env, dbt_vars=dbt_vars,
+        return dbt_invoke(command, self.project_dir,
+                          profiles_dir=profiles_dir(self.project_dir), target=self.target,
+                          env=env, dbt_vars=dbt_vars,
                           extra_args=(*args, *(("--log-level", "none") if self.quiet else ())),
                           warm=self.warm)
 

@@ -61,11 +61,11 @@ def mirror_options(command: Command) -> Command:
         click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
                      help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE]."),
         click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
-                     help="dbt project (default: the lakemirror project) "
+                     help="dbt project (default: the current directory, as for dbt) "
                           "[env LAKEMIRROR_PROJECT_DIR]."),
         click.option("--target", default="embedded", show_default=True,
                      envvar="LAKEMIRROR_TARGET",
-                     help="dbt target in profiles/profiles.yml [env LAKEMIRROR_TARGET]."),
+                     help="dbt target in the project's profiles [env LAKEMIRROR_TARGET]."),
         click.option("--retention-days", type=float, default=7.0, show_default=True,
                      envvar="LAKEMIRROR_RETENTION_DAYS",
                      help="Delete files in _ProcessedFiles/ and _FilesReadyToDelete/ after this "
@@ -274,11 +274,45 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
 @cli.command()
 @click.option("--dir", "directory", type=PATH, default=Path("demo"), show_default=True,
               help="Folder for the demo landing zone and warehouse.")
-def demo(directory: Path) -> None:
+@click.option("--project-dir", type=PATH, default=None,
+              help="dbt project (default: lakemirror's example project, in a git clone).")
+def demo(directory: Path, project_dir: Path | None) -> None:
     """Write a demo landing zone, mirror it file by file, print status and a sample query."""
     from lakemirror.demo import run_demo
+    from lakemirror.service import PROJECT_DIR
 
-    sys.exit(run_demo(directory.resolve(), echo=click.echo))
+    if project_dir is None and not (PROJECT_DIR / "dbt_project.yml").is_file():
+        raise ConfigError("the demo's example project (marts and seeds) comes with a git clone "
+                          "of lakemirror, not with its package",
+                          hint="run `make demo` in a clone, or pass --project-dir with a "
+                               "project from `lakemirror init`")
+    sys.exit(run_demo(directory.resolve(), echo=click.echo,
+                      project_dir=(project_dir or PROJECT_DIR).resolve()))
+
+
+@cli.command()
+@click.argument("directory", type=PATH)
+@click.option("--name", default=None,
+              help="dbt project (and profile) name [the folder's name].")
+@click.option("--deps/--no-deps", default=True, show_default=True,
+              help="Run `dbt deps`, linking lakemirror's dbt package into the project.")
+def init(directory: Path, name: str | None, deps: bool) -> None:
+    """Create a dbt project in DIRECTORY, ready for `lakemirror run`: dbt_project.yml with
+    lakemirror's block, packages.yml, profiles.yml with lakemirror's targets."""
+    from lakemirror.project import init_project
+
+    written = init_project(directory, name=name, deps=deps)
+    click.echo("\n".join(f"wrote {path}" for path in written))
+    click.echo(f"next: cd {directory} && lakemirror run --landing-zone DIR --warehouse DIR"
+               + ("" if deps else " (after `dbt deps`)"))
+
+
+@cli.command(name="package-path")
+def package_path() -> None:
+    """Print the folder of lakemirror's dbt package, for `local:` in packages.yml."""
+    from lakemirror.project import dbt_package_dir
+
+    click.echo(str(dbt_package_dir()))
 
 
 @cli.group()
@@ -290,13 +324,14 @@ def engine() -> None:
 @click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
               help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
 def start(port: int | None) -> None:
-    """Start the engine; then plain `dbt run` works with profiles/."""
+    """Start the engine; then plain `dbt run` works in the dbt project."""
     from lakemirror.engine import DEFAULT_PORT, start_background
 
     address = start_background(port or DEFAULT_PORT)
     click.echo(f"engine running at {address.url}\n"
-               f"for dbt: export DBT_PROFILES_DIR=$PWD/profiles "
-               f"LAKEMIRROR_ENGINE_PORT={address.port} LAKEMIRROR_WAREHOUSE=<absolute path>")
+               f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
+               "LAKEMIRROR_WAREHOUSE=<absolute path> (in lakemirror's repository also "
+               "DBT_PROFILES_DIR=$PWD/profiles)")
 
 
 @engine.command()
@@ -320,10 +355,10 @@ def status() -> None:
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
              retention_days: float, lock_timeout: float, engine_timeout: float,
              quiet: bool) -> MirrorService:
-    from lakemirror.service import PROJECT_DIR, MirrorService
+    from lakemirror.service import MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
-    return MirrorService(landing_zone, warehouse, project_dir or PROJECT_DIR, target,
+    return MirrorService(landing_zone, warehouse, project_dir or Path.cwd(), target,
                          progress=progress, quiet=quiet, retention_days=retention_days,
                          lock_timeout=lock_timeout, engine_timeout=engine_timeout)
 

@@ -1,0 +1,140 @@
+"""The files `lakemirror init` writes, and the configuration README asks an existing dbt project
+to add (the same text: a test keeps README in step with these templates)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from string import Template
+
+from lakemirror.errors import ConfigError
+
+_BLOCK = Template("""\
+# --- lakemirror (README "Use lakemirror in your dbt project") ---------------------------------
+# lakemirror's package attaches the warehouse's tables to each new engine session itself
+# (its on-run-start hook).
+vars:
+  # Where the tables live, <warehouse>/<schema>/<table>: an absolute path.
+  lakemirror_warehouse: "{{ env_var('LAKEMIRROR_WAREHOUSE', '') }}"
+
+# lakemirror's versions of dbt-spark's macros: Delta tables at their warehouse location, MERGE
+# and inserts by column name, schema changes, the mirrored tables' schemas.
+dispatch:
+  - macro_namespace: dbt
+    search_order: [$name, lakemirror, dbt]
+
+models:
+  $name:
+    +file_format: delta
+    +materialized: table  # views do not outlive an embedded engine session
+    +pre-hook: "{{ lakemirror.apply_delta_settings('before') }}"
+    +post-hook:
+      - "{{ lakemirror.register_relation() }}"
+      - "{{ lakemirror.apply_delta_settings('after') }}"
+    # The generated models, one per landing-zone table: models/mirror/<schema>/.
+    mirror:
+      +pre-hook: "{{ lakemirror.claim_mirror_batch() }}"
+      +post-hook: "{{ lakemirror.record_mirror_batch() }}"
+
+seeds:
+  $name:
+    +file_format: delta
+    +post-hook: "{{ lakemirror.register_relation() }}"
+# --- end of lakemirror ------------------------------------------------------------------------
+""")
+
+_PROJECT = Template("""\
+# Made by `lakemirror init`; yours to change. lakemirror needs only its block below.
+name: $name
+version: "1.0.0"
+config-version: 2
+profile: $name
+
+model-paths: ["models"]
+macro-paths: ["macros"]
+seed-paths: ["seeds"]
+test-paths: ["tests"]
+snapshot-paths: ["snapshots"]
+analysis-paths: ["analyses"]
+clean-targets: ["target", "dbt_packages"]
+
+$block""")
+
+_PACKAGES = Template("""\
+packages:
+  # lakemirror's dbt package, installed with lakemirror (`lakemirror package-path`).
+  - local: $path
+""")
+
+FORWARDING_MACROS = """\
+{#-- lakemirror (README "Use lakemirror in your dbt project"). dbt looks these macros up in
+     your project and in dbt itself, never in a package: each hands over to lakemirror's. --#}
+
+{#-- The `mirror` incremental strategy of the generated models. --#}
+{% macro get_incremental_mirror_sql(arg_dict) %}
+    {{ return(lakemirror.get_incremental_mirror_sql(arg_dict)) }}
+{% endmacro %}
+
+{#-- dbt-spark's incremental materialization: its own strategies, and any other one through
+     dbt's get_incremental_<strategy>_sql. --#}
+{% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+    {{ return(lakemirror.dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format)) }}
+{% endmacro %}
+
+{% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key,
+                                       incremental_predicates) %}
+    {{ return(lakemirror.dbt_spark_get_incremental_sql(
+        strategy, source, target, existing, unique_key, incremental_predicates)) }}
+{% endmacro %}
+
+{#-- The append and insert_overwrite strategies, inserting by column name. --#}
+{% macro get_insert_into_sql(source_relation, target_relation) %}
+    {{ return(lakemirror.get_insert_into_sql(source_relation, target_relation)) }}
+{% endmacro %}
+
+{% macro get_insert_overwrite_sql(source_relation, target_relation, existing_relation) %}
+    {{ return(lakemirror.get_insert_overwrite_sql(
+        source_relation, target_relation, existing_relation)) }}
+{% endmacro %}
+"""
+
+GITIGNORE = """\
+target/
+dbt_packages/
+logs/
+"""
+
+
+def lakemirror_block(name: str) -> str:
+    """The configuration lakemirror needs in the dbt_project.yml of the project `name`."""
+    return _BLOCK.substitute(name=name)
+
+
+def forwarding_macros() -> str:
+    """The macro file (macros/lakemirror.sql) that hands dbt's root-only macros to lakemirror."""
+    return FORWARDING_MACROS
+
+
+def project_yml(name: str) -> str:
+    return _PROJECT.substitute(name=name, block=lakemirror_block(name))
+
+
+def packages_yml(package: Path) -> str:
+    return _PACKAGES.substitute(path=json.dumps(str(package)))  # JSON strings are YAML too
+
+
+def profiles_yml(template: str, name: str) -> str:
+    """lakemirror's profiles (the engine targets), as the profile `name`: the template's own
+    header comment gives way to one for the new project."""
+    lines = template.splitlines(keepends=True)
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    body, count = re.subn(r"^lakemirror:[ \t]*$", f"{name}:", "".join(lines), count=1,
+                          flags=re.MULTILINE)
+    if not count:
+        raise ConfigError("lakemirror's profiles template has no `lakemirror:` profile",
+                          hint="reinstall lakemirror")
+    return ("# dbt profiles of this project: lakemirror's targets (embedded, spark, connect, "
+            "thrift).\n# dbt and lakemirror find this file next to dbt_project.yml; every "
+            "value comes from an env var.\n" + body)

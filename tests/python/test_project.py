@@ -1,0 +1,126 @@
+"""The user's dbt project: `lakemirror init`, the project lakemirror uses by default, where
+dbt's profiles and lakemirror's dbt package are, and the README's configuration block."""
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from lakemirror.cli.main import cli
+from lakemirror.project import (
+    dbt_package_dir,
+    forwarding_macros,
+    init_project,
+    lakemirror_block,
+    profiles_dir,
+    project_name,
+)
+
+from conftest import REPO
+
+
+def run_cli(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_init_writes_a_project_configured_for_lakemirror(tmp_path):
+    written = init_project(tmp_path / "Sales Mirror", deps=False)
+    project = tmp_path / "Sales Mirror"
+    assert sorted(path.relative_to(project).as_posix() for path in written) == [
+        ".gitignore", "dbt_project.yml", "macros/lakemirror.sql", "packages.yml", "profiles.yml"]
+    config = yaml.safe_load((project / "dbt_project.yml").read_text())
+    assert (config["name"], config["profile"]) == ("sales_mirror", "sales_mirror")
+    assert config["dispatch"] == [{"macro_namespace": "dbt",
+                                   "search_order": ["sales_mirror", "lakemirror", "dbt"]}]
+    assert config["vars"]["lakemirror_warehouse"] == "{{ env_var('LAKEMIRROR_WAREHOUSE', '') }}"
+    models = config["models"]["sales_mirror"]
+    assert models["mirror"] == {"+pre-hook": "{{ lakemirror.claim_mirror_batch() }}",
+                                "+post-hook": "{{ lakemirror.record_mirror_batch() }}"}
+    assert "{{ lakemirror.register_relation() }}" in models["+post-hook"]
+    assert "{{ lakemirror.register_relation() }}" in config["seeds"]["sales_mirror"]["+post-hook"]
+    [package] = yaml.safe_load((project / "packages.yml").read_text())["packages"]
+    assert package == {"local": str(dbt_package_dir())}
+    profiles = yaml.safe_load((project / "profiles.yml").read_text())
+    assert list(profiles) == ["sales_mirror"]
+    assert {"embedded", "spark", "connect", "thrift"} <= set(profiles["sales_mirror"]["outputs"])
+    assert (project / "macros/lakemirror.sql").read_text() == forwarding_macros()
+
+
+def test_init_never_overwrites_and_refuses_an_existing_project(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "profiles.yml").write_text("mine: {}\n")
+    result = run_cli("init", str(tmp_path / "a"), "--no-deps")
+    assert result.exit_code == 2 and "already has profiles.yml" in result.output
+    assert (tmp_path / "a" / "profiles.yml").read_text() == "mine: {}\n"
+    assert not (tmp_path / "a" / "dbt_project.yml").exists()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "dbt_project.yml").write_text("name: b\n")
+    result = run_cli("init", str(tmp_path / "b"), "--no-deps")
+    assert result.exit_code == 2 and "already holds a dbt project" in result.output
+    assert "Use lakemirror in your dbt project" in result.output
+    result = run_cli("init", str(tmp_path / "c"), "--no-deps", "--name", "lakemirror")
+    assert result.exit_code == 2 and "--name" in result.output
+
+
+@pytest.mark.parametrize(("folder", "name"), [
+    ("proj", "proj"), ("Sales-Mirror 2", "sales_mirror_2"), ("2024", "project_2024"),
+    ("---", "project")])
+def test_project_names_are_made_from_the_folder(folder, name):
+    assert project_name(folder) == name
+
+
+def test_run_uses_the_project_in_the_current_directory_and_says_when_there_is_none(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "zone").mkdir()
+    result = run_cli("ingest", "--landing-zone", "zone", "--warehouse", "wh",
+                     env={"LAKEMIRROR_PROJECT_DIR": None})
+    assert result.exit_code == 2
+    assert f"no dbt_project.yml in {tmp_path}" in result.output
+    assert "lakemirror init" in result.output and "--project-dir" in result.output
+    init_project(tmp_path / "proj", deps=False)
+    monkeypatch.chdir(tmp_path / "proj")
+    result = run_cli("ingest", "--landing-zone", "../zone", "--warehouse", "../wh",
+                     env={"LAKEMIRROR_PROJECT_DIR": None})
+    assert result.exit_code == 0, result.output
+
+
+def test_profiles_are_found_as_dbt_finds_them(tmp_path, monkeypatch):
+    monkeypatch.delenv("DBT_PROFILES_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    project = tmp_path / "project"
+    (project / "profiles").mkdir(parents=True)
+    assert profiles_dir(project) == tmp_path / "home" / ".dbt"
+    (project / "profiles" / "profiles.yml").write_text("{}")  # lakemirror's repository
+    assert profiles_dir(project) == project / "profiles"
+    (project / "profiles.yml").write_text("{}")  # next to dbt_project.yml, as dbt looks
+    assert profiles_dir(project) == project
+    monkeypatch.setenv("DBT_PROFILES_DIR", str(tmp_path / "elsewhere"))
+    assert profiles_dir(project) == tmp_path / "elsewhere"
+
+
+def test_the_dbt_package_is_found_and_its_path_printed():
+    result = run_cli("package-path")
+    assert result.exit_code == 0
+    package = Path(result.output.strip())
+    assert package == dbt_package_dir()
+    assert yaml.safe_load((package / "dbt_project.yml").read_text())["name"] == "lakemirror"
+    assert (package / "macros").is_dir() and (package / "profiles/profiles.yml").is_file()
+
+
+def test_readme_shows_exactly_the_configuration_init_writes():
+    readme = (REPO / "README.md").read_text()
+    assert lakemirror_block("my_project") in readme
+    assert forwarding_macros() in readme
+    assert readme.index("## Use lakemirror in your dbt project") < readme.index("## Two commands")
+
+
+def test_the_demo_needs_the_example_project_of_a_clone(tmp_path, monkeypatch):
+    import lakemirror.service
+
+    monkeypatch.setattr(lakemirror.service, "PROJECT_DIR", tmp_path)
+    result = run_cli("demo", "--dir", str(tmp_path / "demo"))
+    assert result.exit_code == 2 and "--project-dir" in result.output
+    assert os.listdir(tmp_path) == []
