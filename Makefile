@@ -2,6 +2,14 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= $(CURDIR)/demo
+# Delta's jars for the spark target's tests, where the machine has them (Maven is not reachable
+# on ours); without them those tests skip and say why.
+DELTA_JARS_FOLDER := $(abspath $(CURDIR)/../shared/delta-4.0.0)
+ifeq ($(LAKEMIRROR_DELTA_JARS),)
+ifneq ($(wildcard $(DELTA_JARS_FOLDER)/delta-spark_*.jar),)
+export LAKEMIRROR_DELTA_JARS := $(DELTA_JARS_FOLDER)
+endif
+endif
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)

@@ -1,9 +1,31 @@
-{#-- A Delta table's current properties and protocol, read from its _delta_log on any engine
-     (the embedded engine has no SHOW TBLPROPERTIES): the newest metaData and protocol actions
-     of the commit files, else of the last checkpoint when older commits were cleaned up.
-     Returns {'configuration': {...}, 'reader': n, 'writer': n, 'features': [...]}, where
-     features are the listed table features or those the legacy versions imply. --#}
+{#-- A Delta table's current properties and protocol. Returns {'configuration': {...},
+     'reader': n, 'writer': n, 'features': [...]}, where features are the listed table features
+     or those the legacy versions imply. Delta Lake on Spark and Databricks say it in SHOW
+     TBLPROPERTIES; the embedded engine has none, so there it is read from the _delta_log. --#}
 {% macro read_delta_state(location) %}
+    {%- if lakemirror.engine_name() == 'sail' -%}
+        {{ return(lakemirror._read_delta_log_state(location)) }}
+    {%- endif -%}
+    {%- set configuration = {} -%}
+    {%- set protocol = {'minReaderVersion': 1, 'minWriterVersion': 1, 'readerFeatures': []} -%}
+    {%- for row in run_query('show tblproperties delta.'
+        ~ lakemirror.quote_identifier(location)).rows -%}
+        {%- if row[0] in ['delta.minReaderVersion', 'delta.minWriterVersion'] -%}
+            {%- do protocol.update({row[0][6:]: row[1] | int}) -%}
+        {%- elif row[0].startswith('delta.feature.') -%}
+            {%- do protocol.readerFeatures.append(row[0][14:]) -%}
+        {%- else -%}
+            {%- do configuration.update({row[0]: row[1]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return({'configuration': configuration, 'reader': protocol.minReaderVersion,
+               'writer': protocol.minWriterVersion,
+               'features': lakemirror._protocol_features(protocol)}) }}
+{% endmacro %}
+
+{#-- The state read_delta_state returns, from the newest metaData and protocol actions of the
+     commit files, else of the last checkpoint when older commits were cleaned up. --#}
+{% macro _read_delta_log_state(location) %}
     {%- set log = location ~ '/_delta_log' -%}
     {%- set actions = run_query(
         "select get_json_object(line, '$.metaData.configuration') as configuration, "

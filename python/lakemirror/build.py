@@ -11,6 +11,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from lakemirror.engine.spark import end_spark_session
 from lakemirror.errors import ConfigError
 from lakemirror.parsed_projects import parsed_manifest
 
@@ -42,8 +43,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
-    if not warm:
-        close_connect_sessions()  # one a warm caller left open would leak its catalog state
+    _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
     with _environment(env):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
@@ -111,6 +111,20 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+_warm_warehouse: list[str | None] = [None]  # whose sessions the last warm invocation kept
+
+
+def _release_sessions(warehouse: str | None, *, warm: bool) -> None:
+    """End the engine sessions an earlier invocation left open (their catalog state would leak
+    into this one), except those a warm caller keeps for the same warehouse: a warehouse never
+    sees another's catalog, whatever the engine."""
+    keep = warm and warehouse == _warm_warehouse[0]
+    if not keep:
+        close_connect_sessions()
+    end_spark_session(keep_for=warehouse if keep else None)
+    _warm_warehouse[0] = warehouse if warm else None
 
 
 def close_connect_sessions() -> None:

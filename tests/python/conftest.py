@@ -16,6 +16,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
+from lakemirror.engine import spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService
@@ -25,6 +26,23 @@ REPO = Path(__file__).resolve().parents[2]
 # once (tests of the window set it themselves; subprocesses inherit this).
 os.environ.setdefault(SETTLE_SECONDS, "0")
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds")
+# Why the `spark` target (Apache Spark + Delta Lake) cannot run here, or None; `make test` points
+# LAKEMIRROR_DELTA_JARS at ../shared/delta-4.0.0 where that folder exists.
+SPARK_UNAVAILABLE = spark_unavailable()
+
+
+def engine_param(target: str) -> Any:
+    """A pytest param for a dbt target; `spark` is marked `spark` and skipped, with the reason
+    printed, where Spark and Delta's jars are missing."""
+    if target != "spark":
+        return pytest.param(target, id=target)
+    return pytest.param(target, id=target, marks=[
+        pytest.mark.spark, pytest.mark.skipif(SPARK_UNAVAILABLE is not None,
+                                              reason=f"spark target skipped: {SPARK_UNAVAILABLE}")])
+
+
+# Parametrize `target` with these to run a test on both engines.
+ENGINES = [engine_param("embedded"), engine_param("spark")]
 
 
 def copy_project(destination: Path) -> Path:
@@ -53,12 +71,12 @@ class Zone:
         return path
 
 
-def mirror_setup(root: Path) -> tuple[Zone, MirrorService]:
+def mirror_setup(root: Path, target: str = "embedded") -> tuple[Zone, MirrorService]:
     """A landing zone and a service mirroring it with a fresh project copy, under `root`."""
     zone = Zone(root / "LandingZone")
     zone.root.mkdir(parents=True, exist_ok=True)
     return zone, MirrorService(zone.root, root / "warehouse", copy_project(root / "project"),
-                               quiet=True)
+                               target=target, quiet=True)
 
 
 @pytest.fixture
@@ -67,10 +85,16 @@ def zone(tmp_path: Path) -> Zone:
 
 
 @pytest.fixture
-def service(tmp_path: Path, zone: Zone) -> MirrorService:
+def target() -> str:
+    """The dbt target of `service`: parametrize it with ENGINES to run on both engines."""
+    return "embedded"
+
+
+@pytest.fixture
+def service(tmp_path: Path, zone: Zone, target: str) -> MirrorService:
     zone.root.mkdir(parents=True, exist_ok=True)
     project = copy_project(tmp_path / "project")
-    return MirrorService(zone.root, tmp_path / "warehouse", project, quiet=True)
+    return MirrorService(zone.root, tmp_path / "warehouse", project, target=target, quiet=True)
 
 
 def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:

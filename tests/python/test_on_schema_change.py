@@ -15,8 +15,7 @@ from deltalake import DeltaTable
 from lakemirror.build import NodeResult, dbt_invoke
 from lakemirror.service import engine_address
 
-from conftest import as_multiset, copy_project
-from test_spark_target import delta_jars_missing
+from conftest import ENGINES, as_multiset, copy_project
 
 pytestmark = pytest.mark.slow
 
@@ -85,15 +84,7 @@ class Runs:
         return DeltaTable(str(self.warehouse / "analytics" / name)).history()
 
 
-def target_param(target: str) -> Any:
-    if target == "embedded":
-        return pytest.param(target)
-    reason = delta_jars_missing()
-    return pytest.param(target, marks=[pytest.mark.spark, pytest.mark.skipif(
-        reason is not None, reason=f"spark target skipped: {reason}")])
-
-
-@pytest.fixture(scope="module", params=[target_param("embedded"), target_param("spark")])
+@pytest.fixture(scope="module", params=ENGINES)
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp(f"on_schema_change_{request.param}")
     project = copy_project(root / "project")

@@ -1,50 +1,215 @@
-"""The `spark` target (Apache Spark + delta-spark, session method) on the same contract cases.
+"""The `spark` target (Apache Spark + Delta Lake, session method) as a process uses it: the
+reference cases, several warehouses in one process, a clean run from the command line, and
+staging and control tables that Delta on Spark can read whatever the column types.
 
-Runs only where Delta's JVM jars are present: set LAKEMIRROR_DELTA_JARS to a folder holding
-delta-spark_2.13-*.jar and delta-storage-*.jar (Maven is not reachable from our machines).
+Runs where Delta's JVM jars are present: `make test` sets LAKEMIRROR_DELTA_JARS to
+../shared/delta-4.0.0 when that folder exists; elsewhere these tests skip and say why.
 """
 
+import datetime
+import decimal
 import os
-import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
+import lakemirror.staging.ingest as ingest_module
+from lakemirror.delta.listed_features import list_used_features, unlisted_features
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.service import MirrorService
 
-from conftest import as_multiset, copy_project, mirrored_rows
+from conftest import (
+    ENGINES,
+    SPARK_UNAVAILABLE,
+    as_multiset,
+    copy_project,
+    mirror_setup,
+    mirrored_rows,
+)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+BIN = Path(sys.executable).parent
+spark_only = [pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.skipif(SPARK_UNAVAILABLE is not None,
+                                 reason=f"spark target skipped: {SPARK_UNAVAILABLE}")]
 
 
-def delta_jars_missing() -> str | None:
-    folder = os.environ.get("LAKEMIRROR_DELTA_JARS")
-    if not folder:
-        return "LAKEMIRROR_DELTA_JARS is not set (Delta's jars come only from Maven)"
-    if not list(Path(folder).glob("delta-spark_*.jar")):
-        return f"no delta-spark_*.jar in LAKEMIRROR_DELTA_JARS={folder}"
-    if shutil.which("java") is None:
-        return "no java on PATH"
-    return None
+def data_rows(rows):
+    return [{name: value for name, value in row.items() if name != M} for row in rows]
 
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow,
-              pytest.mark.skipif(delta_jars_missing() is not None,
-                                 reason=f"spark target skipped: {delta_jars_missing()}")]
+def spark_session():
+    """The Spark session the last dbt invocation of this process ran on."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession._instantiatedSession
+    assert session is not None and session.sparkContext._jsc is not None
+    return session
 
 
-def test_spark_target_mirrors_like_the_reference(zone, tmp_path):
+@pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
+def test_spark_target_mirrors_like_the_reference(zone, service):
     zone.table("T", ["id"])
     files = [[{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}],
              [{"id": 1, "v": "a2", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 3, "v": "c", M: 4}]]
-    service = MirrorService(zone.root, tmp_path / "wh", copy_project(tmp_path / "project"),
-                            target="spark", quiet=True)
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, SCHEMA)
         [status] = service.run()
         assert status.status == "replicating", status.error
-    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
+    expected = data_rows(apply_changes(files, ["id"]))
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ENGINES)
+def test_one_process_mirrors_several_warehouses_each_with_its_own_catalog(tmp_path, target):
+    """Two warehouses with a table of the same name, mirrored in turns by one process (one of
+    them warm, as `run --watch` keeps its session): each sees only its own tables."""
+    setups = [mirror_setup(tmp_path / name, target) for name in ("first", "second")]
+    setups[0][1].warm = True
+    streams: list[list[list[dict[str, object]]]] = [[], []]
+    for sequence in (1, 2):
+        for index, (zone, service) in enumerate(setups):
+            zone.table("T", ["id"])
+            rows = [{"id": index * 10 + sequence, "v": f"w{index}-{sequence}", M: 0},
+                    {"id": index * 10 + 1, "v": f"w{index}-update-{sequence}", M: 4}]
+            zone.write("T", sequence, rows, SCHEMA)
+            streams[index].append(rows)
+            [status] = service.run()
+            assert status.status == "replicating", status.error
+    for (zone, service), files in zip(setups, streams):
+        expected = data_rows(apply_changes(files, ["id"]))
+        assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+        history = DeltaTable(str(service.warehouse / "dbo" / "t")).history()
+        assert [entry["operation"] for entry in reversed(history)][1:] == ["MERGE"]
+
+
+@pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
+def test_a_spark_run_from_the_command_line_is_quiet_and_leaves_no_stray_files(tmp_path, target):
+    zone, service = mirror_setup(tmp_path, target)
+    zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    run = subprocess.run(
+        [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
+         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
+        cwd=workdir, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home")})
+    assert run.returncode == 0, run.stderr
+    assert "dbo.t  replicating" in run.stdout
+    for noise in ("Exception", "Using an existing Spark session", "derby"):
+        assert noise not in run.stdout + run.stderr, run.stderr
+    # Spark's own start-up lines come before its log level is set; nothing is logged after.
+    after_start = run.stderr.split('Setting Spark log level to "ERROR".')[-1]
+    assert " WARN " not in after_start and " ERROR " not in after_start, run.stderr
+    assert sorted(path.name for path in workdir.iterdir()) == []
+    assert not list(service.project_dir.glob("*.log")), list(service.project_dir.iterdir())
+    assert not (service.warehouse / "_lakemirror" / "metastore_db").exists()
+
+
+EVERY_TYPE = pa.schema([
+    pa.field("id", pa.int64()),
+    pa.field("naive", pa.timestamp("us")),
+    pa.field("aware", pa.timestamp("us", tz="UTC")),
+    pa.field("day", pa.date32()),
+    pa.field("amount", pa.decimal128(12, 3)),
+    pa.field("raw", pa.binary()),
+    pa.field("flag", pa.bool_()),
+    pa.field("ratio", pa.float32()),
+    pa.field("tags", pa.list_(pa.string())),
+    pa.field("point", pa.struct([pa.field("x", pa.int32(), nullable=False),
+                                 pa.field("y", pa.int32())])),
+    pa.field("attributes", pa.map_(pa.string(), pa.int64())),
+    pa.field(M, pa.int32()),
+])
+
+
+def every_type_row(key, marker, second=0):
+    return {"id": key, "naive": datetime.datetime(2024, 5, 1, 12, 30, second),
+            "aware": datetime.datetime(2024, 5, 1, 10, 0, second, tzinfo=datetime.timezone.utc),
+            "day": datetime.date(2024, 5, key), "amount": decimal.Decimal(f"{key}.125"),
+            "raw": bytes([key, 0, 255]), "flag": key % 2 == 0, "ratio": 0.5,
+            "tags": ["a", None], "point": {"x": key, "y": None},
+            "attributes": [("k", key)], M: marker}
+
+
+def assert_spark_reads_every_table(warehouse):
+    """Every Delta table of the warehouse lists the features it uses, and Delta on Spark
+    reads it."""
+    session = spark_session()
+    tables = sorted(path.parent for path in warehouse.glob("**/_delta_log"))
+    assert len(tables) >= 5, tables  # staging, mirrored, relations, mirror_batches, monitor
+    for table in tables:
+        assert unlisted_features(DeltaTable(str(table))) == [], table
+        assert session.read.format("delta").load(str(table)).count() >= 0
+
+
+@pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
+def test_staging_of_every_column_type_is_readable_by_delta_on_spark(zone, service, monkeypatch):
+    """Naive timestamps give staging a table-features protocol, and its NOT NULL columns need
+    `invariants` listed there; tables staged before lakemirror listed it are repaired."""
+    zone.table("T", ["id"])
+    files = [[every_type_row(1, 0), every_type_row(2, 0)],
+             [every_type_row(1, 1, second=9), every_type_row(2, 2), every_type_row(3, 4)]]
+    zone.write("T", 1, files[0], EVERY_TYPE)
+    monkeypatch.setattr(ingest_module.StagingTable, "list_used_features", lambda self: None)
+    service.ingest_only()  # as lakemirror staged it before
+    staging = DeltaTable(str(service.layout.staging_path("dbo", "t")))
+    assert unlisted_features(staging) == ["invariants"]
+    monkeypatch.undo()
+
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    zone.write("T", 2, files[1], EVERY_TYPE)
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    assert_spark_reads_every_table(service.warehouse)
+    mirrored = spark_session().read.format("delta").load(str(service.warehouse / "dbo" / "t"))
+    assert mirrored.schema["naive"].dataType.simpleString() == "timestamp_ntz"
+    actual = [row.asDict(recursive=True) for row in mirrored.drop("_lm_position").collect()]
+    assert as_multiset(map(comparable, actual)) == as_multiset(
+        map(comparable, data_rows(apply_changes(files, ["id"]))))
+
+
+def comparable(row):
+    """A row as Spark and pyarrow both give it: maps as sorted pairs, lists as tuples, an
+    aware timestamp as its epoch (Spark gives it naive, in the session's time zone)."""
+    def plain(value):
+        if isinstance(value, dict):
+            return tuple(sorted((key, plain(item)) for key, item in value.items()))
+        if isinstance(value, list):
+            return tuple(plain(item) for item in value)
+        return bytes(value) if isinstance(value, bytearray) else value
+    return {**{key: plain(value) for key, value in row.items()},
+            "attributes": tuple(sorted(dict(row["attributes"]).items())),
+            "aware": row["aware"].timestamp()}
+
+
+def test_unlisted_features_are_added_keeping_the_commit_bookkeeping(tmp_path):
+    from deltalake import CommitProperties, write_deltalake
+
+    path = str(tmp_path / "t")
+    schema = pa.schema([pa.field("_lm_position", pa.int64(), nullable=False),
+                        pa.field("at", pa.timestamp("us")),
+                        pa.field("items", pa.list_(pa.field("item", pa.int64(), nullable=False)))])
+    data = pa.Table.from_pylist([{"_lm_position": 1, "at": None, "items": [1]}], schema=schema)
+    write_deltalake(path, data, commit_properties=CommitProperties(
+        custom_metadata={"lakemirror.sequence": "7", "other": "x"}))
+    table = DeltaTable(path)
+    assert unlisted_features(table) == ["invariants"]
+    assert list_used_features(table) == ["invariants"]
+    table = DeltaTable(path)
+    assert unlisted_features(table) == [] and list_used_features(table) == []
+    [last] = table.history(limit=1)
+    assert last["operation"] == "ADD FEATURE" and last["lakemirror.sequence"] == "7"
+    assert "other" not in last and table.version() == 1
+
+    nullable = str(tmp_path / "nullable")
+    write_deltalake(nullable, pa.table({"at": pa.array([None], pa.timestamp("us")),
+                                        "items": pa.array([[1]], pa.list_(pa.int64()))}))
+    assert unlisted_features(DeltaTable(nullable)) == []  # only timestampNtz, listed by delta-rs

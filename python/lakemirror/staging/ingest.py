@@ -19,6 +19,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
+from lakemirror.delta.listed_features import list_used_features
 from lakemirror.errors import (
     LakemirrorError,
     MetadataError,
@@ -99,6 +100,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staged = staging.staged_files(
             with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
         staging.check_keys(table, metadata)
+        staging.list_used_features()  # a table staged before lakemirror listed them
         incarnation = staging.incarnation_of(table, warn=warnings.append)
         detection = detect_files(table, metadata, staged)
         warnings.extend(detection.warnings)
@@ -240,7 +242,13 @@ class StagingTable:
                 f"could not stage the file: {error}", table=change_file.table.qualified_name,
                 file=str(change_file.file.path),
                 hint="check that column types match the earlier files of this table") from error
+        self.list_used_features()
         return rows
+
+    def list_used_features(self) -> None:
+        """List the features staging uses in its protocol, so Delta on Spark can read it."""
+        if DeltaTable.is_deltatable(self.path):
+            list_used_features(DeltaTable(self.path))
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
