@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from lakemirror.delta.rows import query_table, read_control_table
 from lakemirror.errors import LandingZoneError
 from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.landing.zone import LandingZone, parse_json
@@ -83,13 +83,12 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
 
 def applied_positions(warehouse: Warehouse) -> dict[str, int]:
     """The applied watermark of each mirrored relation ('schema.table')."""
-    path = str(warehouse.control_path("mirror_batches"))
-    if not DeltaTable.is_deltatable(path):
+    path = warehouse.control_path("mirror_batches")
+    if not DeltaTable.is_deltatable(str(path)):
         return {}
-    batches = DeltaTable(path).to_pyarrow_table(columns=["relation_name", "kind", "batch_end"])
-    applied = batches.filter(pc.equal(batches["kind"], "applied"))
-    maxima = applied.group_by("relation_name").aggregate([("batch_end", "max")])
-    return dict(zip(maxima["relation_name"].to_pylist(), maxima["batch_end_max"].to_pylist()))
+    maxima = query_table(path, "select relation_name, max(batch_end) as batch_end "
+                               "from delta_table where kind = 'applied' group by relation_name")
+    return dict(zip(maxima["relation_name"].to_pylist(), maxima["batch_end"].to_pylist()))
 
 
 def _now() -> str:
@@ -104,7 +103,12 @@ def read_monitor(warehouse: Warehouse) -> dict[tuple[str, str], TableMonitor]:
     return {(record.schema, record.table): record for record in records}
 
 
-def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor]) -> None:
+def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor],
+                  previous: dict[tuple[str, str], TableMonitor] | None = None) -> None:
+    """Replace the monitoring records (not when they equal the `previous` ones, as after an
+    idle run: a write costs more than the whole idle run)."""
+    if previous is not None and {(r.schema, r.table): r for r in records} == previous:
+        return
     table = pa.Table.from_pylist([{**asdict(record), "warnings": list(record.warnings)}
                                   for record in records], schema=MONITOR_SCHEMA)
     write_deltalake(str(warehouse.control_path("table_monitor")), table, mode="overwrite",
@@ -194,5 +198,5 @@ def _cell(value: Any) -> str:
 def _read(path: Path) -> list[dict[str, Any]]:
     if not DeltaTable.is_deltatable(str(path)):
         return []
-    rows: list[dict[str, Any]] = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows: list[dict[str, Any]] = read_control_table(path).to_pylist()
     return rows

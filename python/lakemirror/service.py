@@ -296,7 +296,7 @@ class MirrorService:
                     monitor_record(result, status, previous.get((status.schema, status.table)),
                                    applied.get(f"{status.schema}.{status.table}", 0),
                                    applied_now=applied_now)
-                    for result, status in zip(ingested, statuses)])
+                    for result, status in zip(ingested, statuses)], previous)
             except Exception as error:  # the run's own status is still printed
                 self.progress(f"warning: could not record this run for `lakemirror status`: "
                               f"{type(error).__name__}: {error}")

@@ -49,5 +49,18 @@ def read_table(path: Path) -> pa.Table:
         return _sql(table, "select * from delta_table")
 
 
+def read_control_table(table: Path | DeltaTable) -> pa.Table:
+    """All rows of a small Delta table (at a path, or a version already open), through
+    delta-rs's SQL engine: without pyarrow.dataset, which takes most of a second to import
+    (commands such as `status`, idle runs)."""
+    return query_table(table, "select * from delta_table")
+
+
+def query_table(table: Path | DeltaTable, query: str) -> pa.Table:
+    """The result of a SQL query over a Delta table (named `delta_table` in it)."""
+    return _sql(table if isinstance(table, DeltaTable) else DeltaTable(str(table)), query)
+
+
 def _sql(table: DeltaTable, query: str) -> pa.Table:
-    return pa.table(QueryBuilder().register("delta_table", table).execute(query).read_all())
+    result = QueryBuilder().register("delta_table", table).execute(query)
+    return pa.RecordBatchReader.from_stream(result).read_all()

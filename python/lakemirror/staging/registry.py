@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from lakemirror.delta.rows import read_control_table
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lock import control_lock
 
@@ -26,11 +27,12 @@ def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str
         if not DeltaTable.is_deltatable(path):
             write_deltalake(path, _rows(relations), mode="append")
             return
-        _register(DeltaTable(path), relations)
+        _register(path, relations)
 
 
-def _register(registry: DeltaTable, relations: list[tuple[str, str, str]]) -> None:
-    current = registry.to_pyarrow_table()
+def _register(path: str, relations: list[tuple[str, str, str]]) -> None:
+    registry = DeltaTable(path)
+    current = read_control_table(registry).select(REGISTRY_SCHEMA.names).cast(REGISTRY_SCHEMA)
     locations = current["location"].to_pylist()
     gone = [location for location in set(locations) if not DeltaTable.is_deltatable(location)]
     if gone:
