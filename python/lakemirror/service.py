@@ -12,7 +12,14 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke
-from lakemirror.codegen import MIRROR_FOLDER, MirrorModel, retire_model, write_model
+from lakemirror.codegen import (
+    MIRROR_FOLDER,
+    MirrorModel,
+    ModelConflictError,
+    retire_model,
+    warehouse_names,
+    write_model,
+)
 from lakemirror.conflicts import Backoff, classify_conflict
 from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.delta.rows import table_row_count
@@ -88,9 +95,11 @@ class MirrorService:
     engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     progress: Callable[[str], None] = lambda message: None
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
+    _given_warehouse: Path = field(init=False, repr=False)  # before links were resolved
 
     def __post_init__(self) -> None:
         self.landing_zone = self.landing_zone.resolve()
+        self._given_warehouse = self.warehouse
         self.warehouse = self.warehouse.resolve()
         self.project_dir = self.project_dir.resolve()
         if not (self.project_dir / "dbt_project.yml").is_file():
@@ -208,10 +217,13 @@ class MirrorService:
                 for retirement, note in notes.items()]
 
     def _retire_model(self, retirement: Retirement) -> str | None:
-        """Remove a deleted table's generated model; a note names the files kept as edited."""
-        kept = [f"{path.relative_to(self.project_dir)} ({outcome})" for path, outcome in
-                retire_model(self.project_dir, retirement.schema, retirement.table).items()
-                if outcome != "removed"]
+        """Remove a deleted table's generated model (or only this warehouse from the model's
+        list, while other warehouses mirror the table); a note names the files kept as
+        edited."""
+        outcomes = retire_model(self.project_dir, retirement.schema, retirement.table,
+                                warehouses=self.warehouse_names)
+        kept = [f"{path.relative_to(self.project_dir)} ({outcome})"
+                for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]
         return (f"kept your edited model files: {', '.join(kept)}; delete them when no "
                 "longer needed") if kept else None
 
@@ -276,10 +288,11 @@ class MirrorService:
         model = MirrorModel(result.table.schema, result.table.name,
                             result.metadata.key_columns, result.metadata.conditional_column)
         try:
-            for path, outcome in write_model(self.project_dir, model).items():
+            for path, outcome in write_model(self.project_dir, model,
+                                             warehouses=self.warehouse_names).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
-        except OSError as error:
+        except (OSError, ModelConflictError) as error:
             return failed_ingest(result.table, error, self.warehouse, result)
         return result
 
@@ -312,6 +325,12 @@ class MirrorService:
         """A warning about the run as a whole: shown now, and in the run's JSON."""
         self.run_warnings.append(message)
         self.progress(f"warning: {message}")
+
+    @property
+    def warehouse_names(self) -> tuple[str, ...]:
+        """The names the warehouse's generated models list it by (see codegen.warehouses)."""
+        given = self._given_warehouse
+        return warehouse_names(given if given.resolve() == self.warehouse else self.warehouse)
 
     @property
     def layout(self) -> Warehouse:

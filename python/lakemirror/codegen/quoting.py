@@ -15,11 +15,11 @@ def sql_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def jinja_string(value: str) -> str:
-    """`value` as a jinja string literal of safe characters only: any other character is a
+def jinja_string(value: str, *, safe: frozenset[str] = JINJA_SAFE) -> str:
+    """`value` as a jinja string literal of `safe` characters only: any other character is a
     \\xNN, \\uNNNN or \\UNNNNNNNN escape, which jinja's lexer decodes back to it. So the literal
     holds no quote, brace, `%`, `#` or line break that could end it or start jinja code."""
-    return "'" + "".join(_escaped(character, JINJA_SAFE) for character in value) + "'"
+    return "'" + "".join(_escaped(character, safe) for character in value) + "'"
 
 
 def yaml_string(value: str) -> str:

@@ -1,0 +1,191 @@
+"""One dbt project, many warehouses: each generated model lists the warehouses that mirror its
+table, and dbt builds it only for those (LAKEMIRROR_WAREHOUSE)."""
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakemirror.codegen import (
+    MirrorModel,
+    ModelConflictError,
+    read_warehouses,
+    retire_model,
+    write_model,
+)
+from lakemirror.codegen.warehouses import warehouse_names
+from lakemirror.project import init_project
+from lakemirror.reference import ROW_MARKER as M
+from lakemirror.service import MirrorService
+
+from conftest import Zone, as_multiset, mirrored_rows
+
+BIN = Path(sys.executable).parent
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+CUSTOMERS = MirrorModel("dbo", "customers", ("id",))
+
+
+def yml_of(project, name="dbo__customers"):
+    return project / "models/mirror/dbo" / f"{name}.yml"
+
+
+def test_a_shared_model_lists_every_warehouse_and_keeps_the_first_ones_files(tmp_path):
+    first = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
+    sql = tmp_path / "models/mirror/dbo/dbo__customers.sql"
+    second = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod/"])  # a trailing / is the same
+    assert set(first.values()) == {"created"}
+    assert (second[sql], second[yml_of(tmp_path)]) == ("unchanged", "updated")
+    assert read_warehouses(yml_of(tmp_path)) == {"/wh/dev", "/wh/prod"}
+    assert set(write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"]).values()) == {"unchanged"}
+
+
+def test_the_list_is_kept_up_to_date_even_in_a_yml_you_edited(tmp_path):
+    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
+    yml = yml_of(tmp_path)
+    yml.write_text(yml.read_text().replace("Key column (keyColumns in _metadata.json).",
+                                           "The customer number."))
+    outcomes = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod"])
+    assert outcomes[yml] == "kept-edited" and "The customer number." in yml.read_text()
+    assert read_warehouses(yml) == {"/wh/dev", "/wh/prod"}
+    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/prod"]) == {
+        yml: "updated"}
+    assert read_warehouses(yml) == {"/wh/dev"} and "The customer number." in yml.read_text()
+
+
+def test_a_dropped_table_leaves_only_its_warehouse_until_the_last_one_drops_it(tmp_path):
+    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
+    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod"])
+    sql, yml = tmp_path / "models/mirror/dbo/dbo__customers.sql", yml_of(tmp_path)
+    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/dev"]) == {yml: "updated"}
+    assert sql.exists() and read_warehouses(yml) == {"/wh/prod"}
+    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/prod"]) == {
+        sql: "removed", yml: "removed"}
+    assert not sql.exists() and not yml.exists()
+
+
+def test_the_same_table_with_other_keys_in_another_warehouse_is_a_conflict(tmp_path):
+    write_model(tmp_path, MirrorModel("dbo", "customers", ("id",), "ts"), warehouses=["/wh/dev"])
+    with pytest.raises(ModelConflictError) as raised:
+        write_model(tmp_path, MirrorModel("dbo", "customers", ("id", "region")),
+                    warehouses=["/wh/prod"])
+    message = str(raised.value)
+    assert "/wh/dev" in message and "['id', 'region']" in message and "'ts'" in message
+    assert raised.value.error_class == "user"
+    assert read_warehouses(yml_of(tmp_path)) == {"/wh/dev"}  # nothing changed
+    # the only warehouse of a model may change its keys (its ingest checks that it may)
+    write_model(tmp_path, MirrorModel("dbo", "customers", ("id", "region")), warehouses=["/wh/dev"])
+
+
+def test_runs_of_many_warehouses_at_once_lose_no_warehouse(tmp_path):
+    start = threading.Barrier(16)
+
+    def mirror(number):
+        start.wait()
+        write_model(tmp_path, CUSTOMERS, warehouses=[f"/wh/{number}"])
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(mirror, range(16)))
+    assert read_warehouses(yml_of(tmp_path)) == {f"/wh/{number}" for number in range(16)}
+
+
+def test_a_warehouse_is_named_as_given_and_with_links_resolved(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert warehouse_names(tmp_path / "link" / "wh") == tuple(sorted(
+        [str(tmp_path / "link" / "wh"), str((tmp_path / "real" / "wh").resolve())]))
+    assert warehouse_names(Path("/data/x/../wh/")) == ("/data/wh",)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def dbt_models(project, warehouse, monkeypatch):
+    """The models `dbt ls` selects in the project when LAKEMIRROR_WAREHOUSE is `warehouse`."""
+    from dbt.cli.main import dbtRunner
+
+    monkeypatch.setenv("LAKEMIRROR_WAREHOUSE", str(warehouse))
+    result = dbtRunner().invoke(["ls", "--project-dir", str(project), "--profiles-dir",
+                                 str(project), "--resource-type", "model", "--output", "name",
+                                 "--quiet"])
+    assert result.success, result.exception
+    return set(result.result)
+
+
+@pytest.mark.slow
+def test_one_project_mirrors_dev_and_prod_and_plain_dbt_builds_only_the_targets_tables(
+        tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    init_project(project)
+    dev, prod = Zone(tmp_path / "dev"), Zone(tmp_path / "prod")
+    for zone, folders in ((dev, ["Customers", "Orders"]), (prod, ["Customers", "Products"])):
+        for folder in folders:
+            zone.table(folder, ["id"])
+            zone.write(folder, 1, [{"id": 1, "v": f"{zone.root.name} {folder}", M: 0}], SCHEMA)
+    services = {zone.root.name: MirrorService(zone.root, tmp_path / "wh" / zone.root.name,
+                                              project, quiet=True) for zone in (dev, prod)}
+    for name, service in services.items():
+        statuses = service.run()
+        assert {status.status for status in statuses} == {"replicating"}, (name, statuses)
+
+    assert {path.stem: read_warehouses(path)
+            for path in (project / "models/mirror/dbo").glob("*.yml")} == {
+        "dbo__customers": {str(tmp_path / "wh/dev"), str(tmp_path / "wh/prod")},
+        "dbo__orders": {str(tmp_path / "wh/dev")},
+        "dbo__products": {str(tmp_path / "wh/prod")}}
+    assert dbt_models(project, tmp_path / "wh/dev", monkeypatch) == {
+        "dbo__customers", "dbo__orders"}
+    assert dbt_models(project, tmp_path / "wh/prod/", monkeypatch) == {
+        "dbo__customers", "dbo__products"}
+    assert dbt_models(project, tmp_path / "wh/other", monkeypatch) == set()
+
+    # plain dbt for prod: its changes applied, nothing of dev's built there or touched
+    prod.write("Customers", 2, [{"id": 1, "v": "prod 2", M: 1}, {"id": 2, "v": "new", M: 0}],
+               SCHEMA)
+    services["prod"].ingest_only()
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_ENGINE_PORT": str(free_port()),
+           "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh/prod")}
+
+    def sh(*args):
+        return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    assert sh("lakemirror", "engine", "start").returncode == 0
+    try:
+        dbt_run = sh("dbt", "run", "--target", "embedded")
+    finally:
+        sh("lakemirror", "engine", "stop")
+    assert dbt_run.returncode == 0, dbt_run.stdout
+    assert "dbo__orders" not in dbt_run.stdout and "dbo.orders" not in dbt_run.stdout
+    assert mirrored_rows(tmp_path / "wh/prod", "dbo", "customers") == as_multiset(
+        [{"id": 1, "v": "prod 2"}, {"id": 2, "v": "new"}])
+    assert mirrored_rows(tmp_path / "wh/dev", "dbo", "customers") == as_multiset(
+        [{"id": 1, "v": "dev Customers"}])
+    assert not (tmp_path / "wh/prod/dbo/orders").exists()
+    assert not (tmp_path / "wh/dev/dbo/products").exists()
+
+
+def test_a_table_with_other_keys_than_the_other_warehouses_fails_alone(tmp_path):
+    project = tmp_path / "project"
+    init_project(project, deps=False)
+    dev, prod = Zone(tmp_path / "dev"), Zone(tmp_path / "prod")
+    for zone, keys in ((dev, ["id"]), (prod, ["id", "v"])):
+        for folder in ("Customers", "Other"):
+            zone.table(folder, keys if folder == "Customers" else ["id"])
+            zone.write(folder, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    MirrorService(dev.root, tmp_path / "wh/dev", project, quiet=True).ingest_only()
+    statuses = {status.table: status for status in MirrorService(
+        prod.root, tmp_path / "wh/prod", project, quiet=True).ingest_only()}
+    assert statuses["other"].status != "failed"
+    assert (statuses["customers"].status, statuses["customers"].error_class) == ("failed", "user")
+    assert "shared with warehouse" in statuses["customers"].error
+    assert read_warehouses(yml_of(project)) == {str(tmp_path / "wh/dev")}
