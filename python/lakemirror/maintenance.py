@@ -22,8 +22,8 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.errors import ConfigError
 from lakemirror.monitor import applied_positions
+from lakemirror.settings import env_number
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
 from lakemirror.staging.layout import Warehouse
@@ -89,19 +89,9 @@ def due_tables(warehouse: Path, names: Sequence[str]) -> list[str]:
 
 def maintenance_hours() -> float | None:
     """Hours between maintenances within `run`; None: never."""
-    value = os.environ.get(MAINTENANCE_HOURS, "").strip().lower()
-    if not value:
-        return DEFAULT_MAINTENANCE_HOURS
-    if value == "never":
+    if os.environ.get(MAINTENANCE_HOURS, "").strip().lower() == "never":
         return None
-    try:
-        hours = float(value)
-    except ValueError:
-        hours = -1.0
-    if not 0 <= hours < float("inf"):
-        raise ConfigError(f"{MAINTENANCE_HOURS}={value!r} is not a number of hours or 'never'",
-                          hint=f"set {MAINTENANCE_HOURS} to e.g. 24, 0 (every run) or never")
-    return hours
+    return env_number(MAINTENANCE_HOURS, DEFAULT_MAINTENANCE_HOURS, "hours, or never")
 
 
 def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMaintenance:

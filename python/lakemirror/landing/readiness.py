@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import time
 
-from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.errors import LakemirrorError
 from lakemirror.landing.zone import Entry, LandingZone
+from lakemirror.settings import env_number
 
 SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"
 DEFAULT_SETTLE_SECONDS = 2.0
@@ -24,18 +25,7 @@ _FOOTER_TAIL = 8  # footer length (4 bytes, little-endian) + magic
 
 def settle_seconds() -> float:
     """The settle window, from LAKEMIRROR_SETTLE_SECONDS."""
-    value = os.environ.get(SETTLE_SECONDS, "").strip()
-    if not value:
-        return DEFAULT_SETTLE_SECONDS
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise ConfigError(f"{SETTLE_SECONDS}={value!r} is not a number of seconds (0 or more)",
-                          hint=f"set {SETTLE_SECONDS} to e.g. {DEFAULT_SETTLE_SECONDS:g}, or "
-                               "unset it")
-    return seconds
+    return env_number(SETTLE_SECONDS, DEFAULT_SETTLE_SECONDS, "seconds")
 
 
 def in_flight(door: LandingZone, entry: Entry, *, parquet: bool, window: float) -> str | None:
