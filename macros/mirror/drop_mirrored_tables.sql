@@ -1,4 +1,5 @@
-{#-- Drop mirrored tables and their staging tables from the engine's catalog (`dbt run-operation
+{#-- Drop mirrored tables, their history tables (README "History of a mirrored table") and
+     their staging tables from the engine's catalog (`dbt run-operation
      lakemirror.drop_mirrored_tables --args '{tables: [dbo.customers]}'`). lakemirror runs it when
      a landing-zone folder is deleted or recreated, then deletes the tables' folders, since
      dropping an external table keeps its files. --#}
@@ -15,6 +16,8 @@
         {%- endif -%}
         {%- do run_query('drop table if exists ' ~ lakemirror.quote_identifier(parts[0]) ~ '.'
             ~ lakemirror.quote_identifier(parts[1])) -%}
+        {%- do run_query('drop table if exists ' ~ lakemirror.quote_identifier(parts[0]) ~ '.'
+            ~ lakemirror.quote_identifier(parts[1] ~ '__history')) -%}
         {%- do run_query('drop table if exists _lakemirror_staging.'
             ~ lakemirror.quote_identifier(parts[0] ~ '__' ~ parts[1])) -%}
         {%- do log('lakemirror: dropped ' ~ table, info=true) -%}

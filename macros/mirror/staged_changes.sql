@@ -6,33 +6,20 @@
 {% endmacro %}
 
 {% macro default__staged_changes(staging) %}
-    {%- set batches = lakemirror._mirror_batches_table() if execute else '_lakemirror_control.mirror_batches' -%}
-    {%- set relation_name = "'"
-        ~ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) ~ "'" -%}
+    {%- set bounds = lakemirror._mirror_batch_bounds() -%}
     {%- set keys = config.get('unique_key') or [] -%}
     {%- set keys = [keys] if keys is string else keys -%}
-    {%- set claimed -%}
-        (
-            select max(batch_end) from {{ batches }}
-            where relation_name = {{ relation_name }}
-                and invocation_id = '{{ invocation_id }}' and kind = 'claimed'
-        )
-    {%- endset -%}
     {%- set changes = lakemirror._applicable_changes(
-        staging, claimed, keys, config.get('conditional_update_column')) -%}
+        staging, bounds.claimed, keys, config.get('conditional_update_column')) -%}
     {%- if is_incremental() -%}
         {%- set batch -%}
         (
             select * from {{ changes }} as changes
-            where
-                _lm_position > (
-                    select coalesce(max(batch_end), 0) from {{ batches }}
-                    where relation_name = {{ relation_name }} and kind = 'applied'
-                )
+            where _lm_position > {{ bounds.applied }}
         )
         {%- endset -%}
         {%- if keys -%}
-            {{ lakemirror._unsuperseded_changes(batch, staging, claimed, keys,
+            {{ lakemirror._unsuperseded_changes(batch, staging, bounds.claimed, keys,
                                                 config.get('conditional_update_column')) }}
         {%- else -%}
             select * from {{ batch }} as batch

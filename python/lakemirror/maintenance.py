@@ -2,6 +2,7 @@
 
 Per table, under its lock (so never during a run's ingest or MERGE of it):
 1. staging compaction: applied changes are folded into a snapshot (`staging.compaction`);
+   with a history model, only those the history has applied too (`_consumed`);
 2. mirrored-table compaction: small files are rewritten into larger ones (delta-rs
    `optimize.compact`, on every engine; the table's protocol and features are unchanged);
 3. vacuum of both tables: files no version younger than `delta.deletedFileRetentionDuration`
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.monitor import applied_positions
 from lakemirror.settings import env_number
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
@@ -67,9 +69,20 @@ def maintain_tables(layout: Warehouse, names: Sequence[str], *,
     results = []
     for name in names:
         progress(f"maintain {name}")
-        results.append(_maintain_table(layout, name, applied.get(name, 0)))
+        results.append(_maintain_table(layout, name, _consumed(layout, applied, name)))
     _stamp(layout, names, time.time())
     return results
+
+
+def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
+    """The position up to which every relation fed by the table's staging has applied its
+    changes: the mirrored table's watermark, or, while its history table exists, the lower of
+    the two, so compaction never folds changes the history has not read yet."""
+    schema, table = name.split(".", 1)
+    watermark = applied.get(name, 0)
+    if not DeltaTable.is_deltatable(str(layout.mirrored_path(schema, table + HISTORY_SUFFIX))):
+        return watermark
+    return min(watermark, applied.get(history_relation(schema, table), 0))
 
 
 def due_tables(warehouse: Path, names: Sequence[str]) -> list[str]:

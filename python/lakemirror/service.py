@@ -16,8 +16,10 @@ from lakemirror.codegen import (
     MIRROR_FOLDER,
     MirrorModel,
     ModelConflictError,
+    retire_history_model,
     retire_model,
     warehouse_names,
+    write_history_model,
     write_model,
 )
 from lakemirror.conflicts import Backoff, classify_conflict
@@ -222,6 +224,7 @@ class MirrorService:
         edited."""
         outcomes = retire_model(self.project_dir, retirement.schema, retirement.table,
                                 warehouses=self.warehouse_names)
+        outcomes |= retire_history_model(self.project_dir, retirement.schema, retirement.table)
         kept = [f"{path.relative_to(self.project_dir)} ({outcome})"
                 for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]
         return (f"kept your edited model files: {', '.join(kept)}; delete them when no "
@@ -288,8 +291,9 @@ class MirrorService:
         model = MirrorModel(result.table.schema, result.table.name,
                             result.metadata.key_columns, result.metadata.conditional_column)
         try:
-            for path, outcome in write_model(self.project_dir, model,
-                                             warehouses=self.warehouse_names).items():
+            outcomes = write_model(self.project_dir, model, warehouses=self.warehouse_names)
+            for path, outcome in (outcomes | write_history_model(self.project_dir,
+                                                                 model)).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
         except (OSError, ModelConflictError) as error:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from dbt.clients.jinja import get_rendered
 
-from lakemirror.codegen import MirrorModel, write_model
+from lakemirror.codegen import MirrorModel, write_history_model, write_model
 
 from conftest import REPO, copy_project
 
@@ -76,7 +76,9 @@ def test_generated_models_and_marts_are_lint_clean(tmp_path):
     shutil.copy(REPO / ".sqlfluff", project / ".sqlfluff")
     shutil.copytree(REPO / "tests/lint_library", project / "tests/lint_library")
     write_model(project, MirrorModel("dbo", "customers", ("CustomerID",)))
+    write_history_model(project, MirrorModel("dbo", "customers", ("CustomerID",)))
     result = subprocess.run([str(Path(sys.executable).parent / "sqlfluff"), "lint", "models"],
                             cwd=project, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
     assert "dbo__customers.sql" not in result.stdout
+    assert "dbo__customers__history.sql" not in result.stdout

@@ -1,5 +1,11 @@
 """Code generation: dbt models for mirrored tables."""
 
+from lakemirror.codegen.history import (
+    HISTORY_VARIABLE,
+    history_relation,
+    retire_history_model,
+    write_history_model,
+)
 from lakemirror.codegen.models import (
     MIRROR_FOLDER,
     MirrorModel,
@@ -10,5 +16,6 @@ from lakemirror.codegen.models import (
 )
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_names
 
-__all__ = ["MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome", "read_warehouses",
-           "retire_model", "warehouse_names", "write_model"]
+__all__ = ["HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome",
+           "history_relation", "read_warehouses", "retire_history_model", "retire_model",
+           "warehouse_names", "write_history_model", "write_model"]

@@ -80,11 +80,15 @@ def without_warehouses(body: str) -> str:
     return _LINE.sub(lambda match: match.group("lead"), body)
 
 
+def warehouse_condition(warehouses: Collection[str]) -> str:
+    """A jinja expression (without braces), true when dbt runs for one of `warehouses`."""
+    names = ", ".join(jinja_string(_normal(name), safe=_PATH_SAFE) for name in sorted(warehouses))
+    return f"(env_var('{WAREHOUSE_VARIABLE}', '').rstrip('/') in [{names}])"
+
+
 def _enabled(warehouses: Collection[str]) -> str:
     """The YAML value of the line: a jinja expression, true for the listed warehouses."""
-    names = ", ".join(jinja_string(_normal(name), safe=_PATH_SAFE) for name in sorted(warehouses))
-    return yaml_string(f"{{{{ (env_var('{WAREHOUSE_VARIABLE}', '').rstrip('/') in [{names}]) "
-                       "| as_bool }}")
+    return yaml_string(f"{{{{ {warehouse_condition(warehouses)} | as_bool }}}}")
 
 
 def _normal(name: str) -> str:

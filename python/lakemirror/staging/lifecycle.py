@@ -77,9 +77,12 @@ def drop_table_data(warehouse: Warehouse, retirement: Retirement, *,
     is retried when dbt hooks of another run append batches meanwhile (a commit conflict)."""
     schema, name = retirement.schema, retirement.table
     _remove(warehouse.mirrored_path(schema, name))
+    if not warehouse.staging_path(schema, name + "__history").exists():  # not a mirror itself
+        _remove(warehouse.mirrored_path(schema, name + "__history"))  # its history model's
     batches = str(warehouse.control_path("mirror_batches"))
     if DeltaTable.is_deltatable(batches):
-        retry_on_conflict(lambda: DeltaTable(batches).delete(f"relation_name = '{schema}.{name}'"),
+        retry_on_conflict(lambda: DeltaTable(batches).delete(
+                              f"relation_name in ('{schema}.{name}', '{schema}.{name}__history')"),
                           what=f"forget the batches of {schema}.{name}", progress=progress)
     _remove(warehouse.staging_path(schema, name))
     register_relations(warehouse, [])  # forgets tables whose folders are gone

@@ -1,0 +1,136 @@
+"""Generate the history model (SCD type 2) of a mirrored table, next to its mirror model.
+
+Every mirrored table gets one, disabled until the dbt var `lakemirror_history` names the table
+(`['dbo.customers']`, or `['*']` for all), so a project that does not ask for history builds
+exactly what it built before. The model lives in `models/mirror/<schema>/history/`: it takes the
+`mirror:` folder's hooks (its own batches in mirror_batches) and settings, and it follows its
+mirror model: the same keys, the same warehouses, and it goes when the mirror model goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from lakemirror.codegen.models import (
+    MIRROR_FOLDER,
+    MirrorModel,
+    Outcome,
+    _edited,
+    _folder_lock,
+    _model_paths,
+    _write_generated,
+)
+from lakemirror.codegen.quoting import jinja_string, yaml_string
+from lakemirror.codegen.warehouses import read_warehouses, warehouse_condition
+from lakemirror.staging.layout import staging_table_name
+
+HISTORY_VARIABLE = "lakemirror_history"
+HISTORY_SUFFIX = "__history"  # of the history model's name and of its table's
+
+
+def history_relation(schema: str, table: str) -> str:
+    """The history table's relation name, as its batches are recorded in mirror_batches."""
+    return f"{schema}.{table}{HISTORY_SUFFIX}"
+
+
+def history_sql(model: MirrorModel) -> str:
+    """The history model's SQL: the mirror strategy with `mirror_history=true`, reading the
+    mirror model's staging source. Names are jinja string literals (see `jinja_string`)."""
+    keys = ", ".join(map(jinja_string, model.key_columns))
+    conditional = ""
+    if model.conditional_column is not None:
+        conditional = (f"\n        conditional_update_column="
+                       f"{jinja_string(model.conditional_column)},")
+    return f"""{{{{
+    config(
+        materialized='incremental',
+        incremental_strategy='mirror',
+        mirror_history=true,
+        unique_key=[{keys}],{conditional}
+        schema={jinja_string(model.schema)},
+        alias={jinja_string(model.table + HISTORY_SUFFIX)}
+    )
+}}}}
+
+-- Every version of each key of the landing-zone table this file is named after (SCD type 2):
+-- one row per insert, update or upsert that took effect, valid from its change position to the
+-- position of the key's next update, upsert or delete (README "History of a mirrored table").
+{{{{ lakemirror.staged_history(source('lakemirror_staging', {jinja_string(model.name)})) }}}}
+"""
+
+
+def history_yml(schema: str, table: str, warehouses: Collection[str] | None = None) -> str:
+    """The history model's yml: enabled when the var `lakemirror_history` names the table (or
+    holds '*') and, with `warehouses`, dbt runs for one of them."""
+    qualified = f"{schema}.{table}"
+    wanted = (f"({jinja_string(qualified)} in var('{HISTORY_VARIABLE}', []) "
+              f"or '*' in var('{HISTORY_VARIABLE}', []))")
+    condition = wanted if warehouses is None else f"({warehouse_condition(warehouses)} and {wanted})"
+    name = staging_table_name(schema, table) + HISTORY_SUFFIX
+    return f"""version: 2
+
+models:
+  - name: {yaml_string(name)}
+    description: >
+      Every version of each key of {qualified} (SCD type 2), from its staged changes. Built when
+      the dbt var {HISTORY_VARIABLE} lists '{qualified}' (or '*').
+    config:
+      enabled: {yaml_string("{{ " + condition + " | as_bool }}")}
+    columns:
+      - name: _lm_valid_from
+        description: Change position (file sequence * 10^10 + row) that opened the version.
+        data_tests:
+          - not_null
+          - unique
+      - name: _lm_valid_to
+        description: Position of the update, upsert or delete that ended it; NULL while current.
+      - name: _lm_is_current
+        description: The version is the key's current row (_lm_valid_to is NULL).
+        data_tests:
+          - not_null
+      - name: _lm_is_deleted
+        description: A delete ended the version.
+        data_tests:
+          - not_null
+"""
+
+
+def write_history_model(project_dir: Path, model: MirrorModel) -> dict[Path, Outcome]:
+    """Write (or refresh) the table's history model after its mirror model: the same keys and
+    the warehouses its mirror model's yml lists. A file the user edited is left alone."""
+    mirror_sql, mirror_yml = _model_paths(project_dir, model.schema, model.table)
+    sql, yml = _history_paths(project_dir, model.schema, model.table)
+    with _folder_lock(mirror_sql.parent):
+        warehouses = read_warehouses(mirror_yml) if mirror_yml.exists() else None
+        outcomes = {yml: _write_generated(yml, history_yml(model.schema, model.table,
+                                                           warehouses), "#")}
+        return {sql: _write_generated(sql, history_sql(model), "--")} | outcomes
+
+
+def retire_history_model(project_dir: Path, schema: str, table: str) -> dict[Path, Outcome]:
+    """Follow the retirement of the table's mirror model: while its SQL is kept (other
+    warehouses, or edited), the history model lists the warehouses its mirror model lists;
+    else its files go, except those the user edited."""
+    mirror_sql, mirror_yml = _model_paths(project_dir, schema, table)
+    sql, yml = _history_paths(project_dir, schema, table)
+    if not sql.parent.is_dir():
+        return {}
+    with _folder_lock(mirror_sql.parent):
+        if (mirror_sql.exists() and yml.exists() and mirror_yml.exists()
+                and "lakemirror_staging" in mirror_yml.read_text(encoding="utf-8")):
+            warehouses = read_warehouses(mirror_yml) if mirror_yml.exists() else None
+            return {yml: _write_generated(yml, history_yml(schema, table, warehouses), "#")}
+        outcomes: dict[Path, Outcome] = {}
+        for path in (sql, yml):
+            if path.exists():
+                outcomes[path] = "kept-edited" if _edited(path) else "removed"
+                if outcomes[path] == "removed":
+                    path.unlink()
+        return outcomes
+
+
+def _history_paths(project_dir: Path, schema: str, table: str) -> tuple[Path, Path]:
+    base = (project_dir / MIRROR_FOLDER / schema / "history"
+            / (staging_table_name(schema, table) + HISTORY_SUFFIX))
+    return base.with_suffix(".sql"), base.with_suffix(".yml")
