@@ -30,9 +30,10 @@ def _count_in_log(table: DeltaTable) -> int | None:
     """The row count the log's file statistics give, without reading a data file (or
     pyarrow.dataset, which is slow to import); None when a file has no count or the table
     has deletion vectors."""
+    if "deletionVectors" in (table.protocol().reader_features or ()):
+        return None  # a file's count may include rows its deletion vector removes
     actions = table.get_add_actions(flatten=True)
-    names = list(actions.schema.names)
-    if "num_records" not in names or any("deletion" in name.lower() for name in names):
+    if "num_records" not in list(actions.schema.names):
         return None
     records = pa.chunked_array(actions.column("num_records"))
     if records.null_count:
