@@ -139,6 +139,13 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
     assert not list(service.project_dir.glob("models/mirror/dbo/history/dbo__log__history.*"))
     assert "dbo.log__history" not in applied_positions(service.layout)
 
+    # After the compaction (after file 3), a full refresh keeps the rows current then, with
+    # their own positions, and every version since; the versions ended before are gone.
+    assert not [node for node in service._dbt("run", "--full-refresh", "--select",
+                                              "dbo__t__history") if node.failed]
+    assert history(service.warehouse) == {
+        version for version in expected_after(4) if version[4] is None or version[4] >= at(4, 0)}
+
 
 def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     model = MirrorModel("dbo", "t", ("id",), "c")
