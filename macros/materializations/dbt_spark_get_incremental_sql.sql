@@ -1,7 +1,9 @@
 {#-- dbt-spark 1.11 knows only its built-in strategies. Keep those as they are and send any
      other strategy to dbt-core's `get_incremental_<strategy>_sql(arg_dict)` hook, as
      dbt-databricks does, so new strategies never touch the materialization. --#}
-{% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
+{% macro dbt_spark_get_incremental_sql(
+    strategy, source, target, existing, unique_key, incremental_predicates
+) %}
     {%- if strategy in lakemirror._spark_builtin_strategies() -%}
         {{ return(dbt.dbt_spark_get_incremental_sql(
             strategy, source, target, existing, unique_key, incremental_predicates)) }}

@@ -4,7 +4,8 @@
 {% macro spark__create_csv_table(model, agate_table) %}
     {%- set column_override = model['config'].get('column_types', {}) -%}
     {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
-    {%- set create = 'create or replace table' if config.get('file_format') == 'delta' else 'create table' -%}
+    {%- set create = 'create or replace table' if config.get('file_format') == 'delta'
+        else 'create table' -%}
     {% set sql %}
         {{ create }} {{ this.render() }} (
             {%- for col_name in agate_table.column_names -%}

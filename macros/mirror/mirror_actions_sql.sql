@@ -4,7 +4,8 @@
      (or every insert, when the key has no such change) is a 'write' row. Each action names
      the change position it matches, so one target row matches at most one action. --#}
 {% macro mirror_actions_sql(changes, key_columns, data_columns) %}
-    {{ return(adapter.dispatch('mirror_actions_sql', 'lakemirror')(changes, key_columns, data_columns)) }}
+    {{ return(adapter.dispatch('mirror_actions_sql', 'lakemirror')(
+        changes, key_columns, data_columns)) }}
 {% endmacro %}
 
 {% macro default__mirror_actions_sql(changes, key_columns, data_columns) %}

@@ -2,7 +2,8 @@
      than its change; a 'write' matches only a row its own change already wrote, so a batch
      applied twice changes nothing (idempotent by construction). --#}
 {% macro mirror_merge_sql(target, changes, key_columns, data_columns) %}
-    {{ return(adapter.dispatch('mirror_merge_sql', 'lakemirror')(target, changes, key_columns, data_columns)) }}
+    {{ return(adapter.dispatch('mirror_merge_sql', 'lakemirror')(
+        target, changes, key_columns, data_columns)) }}
 {% endmacro %}
 
 {% macro default__mirror_merge_sql(target, changes, key_columns, data_columns) %}
