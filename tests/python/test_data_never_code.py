@@ -127,8 +127,10 @@ def test_hostile_names_mirror_exactly_next_to_a_healthy_table_and_drop_cleanly(
     assert statuses == dict.fromkeys(map(str.lower, TABLES), "dropped") | {
         "healthy": "replicating"}
     assert sorted(path.name for path in (service.warehouse / "dbo").iterdir()) == ["healthy"]
-    assert sorted(path.name for path in (service.project_dir / "models/mirror/dbo").iterdir()) == [
-        "dbo__healthy.sql", "dbo__healthy.yml"]
+    models = service.project_dir / "models/mirror/dbo"
+    assert sorted(str(path.relative_to(models)) for path in models.rglob("*.*")) == [
+        "dbo__healthy.sql", "dbo__healthy.yml",
+        "history/dbo__healthy__history.sql", "history/dbo__healthy__history.yml"]
     assert mirrored_rows(service.warehouse, "dbo", "healthy") == as_multiset(
         [{"id": "a", "v": 3}, {"id": "c", "v": 5}])
 

@@ -167,8 +167,9 @@ def test_deleted_folders_drop_table_staging_and_model_but_keep_an_edited_model(z
     for table in ("a", "b"):
         assert not (warehouse / "dbo" / table).exists()
         assert not (warehouse / "_lakemirror/staging/dbo" / table).exists()
-    assert sorted(path.name for path in models.iterdir()) == [
-        "dbo__b.sql", "dbo__b.yml", "dbo__c.sql", "dbo__c.yml"]
+    assert sorted(str(path.relative_to(models)) for path in models.rglob("*.*")) == [
+        "dbo__b.sql", "dbo__b.yml", "dbo__c.sql", "dbo__c.yml",
+        "history/dbo__c__history.sql", "history/dbo__c__history.yml"]
     assert "enabled: false" in (models / "dbo__b.yml").read_text()
     registry = DeltaTable(str(warehouse / "_lakemirror/control/relations")).to_pyarrow_table()
     assert not {"a", "b", "dbo__a", "dbo__b"} & set(registry["table_name"].to_pylist())
