@@ -9,6 +9,11 @@
     {%- else -%}
         {%- set properties = config.get('tblproperties') or {} -%}
     {%- endif -%}
+    {{ lakemirror._tblproperties_sql(properties) }}
+{%- endmacro %}
+
+{#-- `tblproperties ('key' = 'value', ...)`, or nothing for no properties. --#}
+{% macro _tblproperties_sql(properties) -%}
     {%- if properties %}
     tblproperties (
         {%- for key, value in properties.items() | sort %}

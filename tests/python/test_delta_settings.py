@@ -259,7 +259,8 @@ def test_drop_feature_is_refused_on_the_embedded_engine_and_for_undroppable_feat
                            "Delta Lake 3.x or later on Spark, or Databricks",
         "appendOnly": "Delta cannot drop the table feature 'appendOnly'. Droppable features: "
                       "checkConstraints, columnMapping, deletionVectors, typeWidening, "
-                      "v2Checkpoint, collations-preview, checkpointProtection",
+                      "v2Checkpoint, vacuumProtocolCheck, inCommitTimestamp, "
+                      "collations-preview, checkpointProtection",
     }
     for feature, message in cases.items():
         [node] = service._dbt("run-operation", "lakemirror.drop_feature", "--args", json.dumps(

@@ -1,0 +1,40 @@
+{#-- dbt-spark's CREATE TABLE AS SELECT, except where Delta Lake refuses it. Delta 4.0 refuses
+     any CREATE (OR REPLACE) TABLE AS SELECT, and any replace, of a table with both
+     changeDataFeed and columnMapping (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION). So such a
+     table is created empty with column mapping, its change data feed is turned on, and the
+     model's rows are inserted (three commits); a model that would replace one fails first with
+     a clear message. --#}
+{% macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+    {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
+        or lakemirror.engine_name() == 'sail' -%}
+        {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
+    {%- endif -%}
+    {%- set settings = lakemirror.delta_settings() -%}
+    {%- if not ('changeDataFeed' in settings.features and 'columnMapping' in settings.features) -%}
+        {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
+    {%- endif -%}
+    {%- if load_relation(relation) is not none -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": Delta Lake "
+            ~ "cannot replace " ~ relation ~ ", which has both changeDataFeed and columnMapping "
+            ~ "(DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION), so it cannot be rebuilt as a "
+            ~ "`table` model or by --full-refresh. Make the model incremental, or drop one of "
+            ~ "the two features.") }}
+    {%- endif -%}
+    {%- set properties = settings.properties.copy() -%}
+    {%- do properties.update(settings.protocol) -%}
+    {%- do properties.pop('delta.enableChangeDataFeed') -%}
+    {%- call statement('create_with_column_mapping') -%}
+        create table {{ relation }}
+        {{ file_format_clause() }}
+        {{ lakemirror._tblproperties_sql(properties) }}
+        {{ partition_cols(label="partitioned by") }}
+        {{ location_clause() }}
+        {{ comment_clause() }}
+        as select * from ({{ compiled_code }}) as lakemirror_source where false
+    {%- endcall -%}
+    {%- call statement('enable_change_data_feed') -%}
+        alter table {{ relation }} set tblproperties ('delta.enableChangeDataFeed' = 'true')
+    {%- endcall -%}
+    insert into {{ relation }}
+    select * from ({{ compiled_code }}) as lakemirror_source
+{%- endmacro %}
