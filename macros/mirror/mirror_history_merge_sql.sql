@@ -9,12 +9,11 @@
 {% endmacro %}
 
 {% macro default__mirror_history_merge_sql(target, changes, key_columns, data_columns) %}
-    {%- set keys = key_columns if key_columns is not string else [key_columns] -%}
     {%- set columns = lakemirror._history_columns(data_columns) -%}
     merge into {{ target }} as target
     using {{ changes }} as source
     on
-        {{ lakemirror._keys_match('target', 'source', keys) }}
+        {{ lakemirror._keys_match('target', 'source', key_columns) }}
         and (
             case
                 when source._lm_action = 'close'
