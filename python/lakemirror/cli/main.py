@@ -109,20 +109,33 @@ def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: s
 
 def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
            as_json: bool) -> None:
-    """Mirror again whenever the zone changes, until interrupted (exit code 0)."""
+    """Mirror again whenever the zone changes, until interrupted (exit code 0). Ctrl-C during
+    a run stops once the run is done (its tables are left consistent and reported); a second
+    Ctrl-C stops at once."""
+    import signal
     import threading
 
     from lakemirror.status import to_json, to_text
     from lakemirror.watch import watch
 
+    stop = threading.Event()
+
+    def interrupted(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        click.echo("stopping after this run (Ctrl-C again stops now)", err=True)
+        stop.set()
+
+    signal.signal(signal.SIGINT, interrupted)
     click.echo(f"watching {service.landing_zone} every {interval:g} s; Ctrl-C stops", err=True)
     try:
-        watch(service, interval, threading.Event(),
+        watch(service, interval, stop,
               lambda statuses: click.echo(to_json(statuses, service.run_warnings) if as_json
                                           else to_text(statuses)),
               tables)
     except KeyboardInterrupt:
-        sys.exit(0)
+        pass
+    sys.exit(0)
 
 
 @cli.command()
