@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 
 from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke
 from lakemirror.codegen import (
+    HISTORY_SUFFIX,
     MIRROR_FOLDER,
     MirrorModel,
     ModelConflictError,
@@ -365,10 +366,14 @@ class MirrorService:
         return self._rebuild_conflicts(nodes)
 
     def _selection(self, scope: Scope, skip: frozenset[str] = frozenset()) -> list[str]:
-        """dbt node selection: the scope's mirror models when explicit, else all nodes but the
-        mirror models of tables outside the scope (created meanwhile by another run)."""
-        models = {path.stem for path in (self.project_dir / MIRROR_FOLDER).glob("*/*.sql")}
-        ours = {staging_table_name(*name.split(".", 1)) for name in scope.names} - skip
+        """dbt node selection: the scope's mirror models (and their history models) when
+        explicit, else all nodes but the mirror and history models of tables outside the scope
+        (created meanwhile by another run)."""
+        folder = self.project_dir / MIRROR_FOLDER
+        models = {path.stem for path in [*folder.glob("*/*.sql"), *folder.glob("*/history/*.sql")]}
+        skip = skip | {name + HISTORY_SUFFIX for name in skip}
+        ours = {staging_table_name(*name.split(".", 1)) for name in scope.names}
+        ours = (ours | {name + HISTORY_SUFFIX for name in ours}) - skip
         if scope.explicit:
             return ["--select", *sorted(models & ours)]
         others = sorted((models - ours) | (models & skip))

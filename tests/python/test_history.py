@@ -116,7 +116,7 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
         ("x", at(1, 0), None, True, False), ("x", at(1, 1), None, True, False)]
 
     zone.write("T", 3, FILES[2], SCHEMA)
-    assert {s.status for s in service.run()} == {"replicating"}
+    assert {s.status for s in service.run(["dbo.t"])} == {"replicating"}  # builds its history
     check(service, 3)
 
     # The history lags (its batches not recorded): compaction must not fold what it has not

@@ -1,6 +1,7 @@
 """Code generation: dbt models for mirrored tables."""
 
 from lakemirror.codegen.history import (
+    HISTORY_SUFFIX,
     HISTORY_VARIABLE,
     history_relation,
     retire_history_model,
@@ -16,6 +17,6 @@ from lakemirror.codegen.models import (
 )
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_names
 
-__all__ = ["HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome",
+__all__ = ["HISTORY_SUFFIX", "HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome",
            "history_relation", "read_warehouses", "retire_history_model", "retire_model",
            "warehouse_names", "write_history_model", "write_model"]
