@@ -23,7 +23,7 @@ from lakemirror.errors import (
     UnreadableFileError,
 )
 from lakemirror.landing.arrow_types import staged_field, to_delta
-from lakemirror.landing.delimited import read_delimited
+from lakemirror.landing.delimited import open_delimited
 from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
@@ -173,7 +173,7 @@ def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
 
 def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
     assert metadata.delimited is not None
-    rows = read_delimited(file.path, metadata.delimited, metadata.schema_definition,
+    text = open_delimited(file.path, metadata.delimited, metadata.schema_definition,
                           table=table.qualified_name, zone=table.door)
-    return rows.schema, lambda: iter(rows.to_batches(max_chunksize=BATCH_ROWS))
+    return text.schema, lambda: text.batches(max_rows=BATCH_ROWS)
 

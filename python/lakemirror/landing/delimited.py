@@ -1,4 +1,5 @@
-"""Read a delimited-text landing file (CSV and its kin) into Arrow, typed by its SchemaDefinition.
+"""Read a delimited-text landing file (CSV and its kin) as Arrow batches, typed by its
+SchemaDefinition.
 
 pyarrow.csv parses every field as a string; pyarrow.compute types whole columns. Where
 pyarrow.csv does not follow the declared format exactly, the text is adjusted first: a CR or LF
@@ -7,9 +8,18 @@ unused private-use characters (and back in the values); a sentinel row after the
 a quote left open; empty lines are marked where pyarrow would read them as rows of empty
 fields; and no block of text ends between a CR and an LF (apache/arrow#51368).
 
-A file's whole text is held in memory, so a file (after decompression, which streams) may hold
-at most LAKEMIRROR_MAX_TEXT_BYTES bytes (default 2 GiB): a larger file, or a decompression
-bomb, fails its table instead of taking all memory.
+The file streams, so memory does not grow with its size, only with its longest row: it is
+decompressed, decoded and adjusted a piece at a time (cut where no adjustment spans the cut),
+parsed a block at a time, and typed a batch at a time. The private-use characters are chosen
+before the text is seen; should the file hold one of them, it is read again with characters it
+does not hold. A row too long for the blocks is read again with larger blocks. Such a re-read
+skips the rows already handed on. A file with several problems fails on the first met in this
+order (the header first, then the rows as they come), so not always on the one a whole-file
+reading would name; a file with one problem fails with the same message either way.
+
+LAKEMIRROR_MAX_TEXT_BYTES (default 2 GiB) still caps a file's decompressed size, no longer for
+memory but as a guard: a small .gz can unpack to terabytes (a decompression bomb) that would
+otherwise be staged for hours, and a file that is one endless row is held whole.
 """
 
 from __future__ import annotations
@@ -18,11 +28,16 @@ import binascii
 import codecs
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+import sys
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, replace
-from functools import reduce
 from itertools import chain
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +53,7 @@ from lakemirror.errors import (
     UnreadableFileError,
     ValueParseError,
 )
-from lakemirror.landing.zone import LandingZone, ZoneFile, chunks, read_bounded
+from lakemirror.landing.zone import LandingZone, ZoneFile, chunks
 from lakemirror.reference import ROW_MARKER
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
@@ -66,10 +81,13 @@ _SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"  # the framing format's stream identi
 MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
 DEFAULT_MAX_TEXT_BYTES = 2 << 30
 _BREAKS = r"\r\n|\r|\n"
-_BLOCK_SIZE = 1 << 22
-_CRLF_CHUNK = 1 << 18  # fits in a CPU cache
+_BLOCK_SIZE = 1 << 20  # text that pyarrow.csv parses at a time
+_TEXT_CHUNK = 1 << 20  # decompressed bytes that are decoded and adjusted at a time
+_LARGEST_BLOCK = 2**31 - 1
+_RELEASE_SECONDS = 60  # pyarrow lets go of a file it was reading at once: this is a safeguard
 _SHOWN_CHARS = 50
 _PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
+_PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead bytes, lengths
 _DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
 _ZONE = "(Z|[+-][0-9]{2}(:?[0-9]{2})?)"
@@ -106,45 +124,197 @@ class ColumnDefinition:
     nullable: bool = True
 
 
-def read_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
-                   *, table: str, zone: LandingZone | None = None) -> pa.Table:
-    """Read a whole delimited-text file; `columns` types it, without them every column is a string.
+@dataclass(frozen=True)
+class DelimitedText:
+    """An opened delimited-text file: its typed schema and a stream of its rows."""
 
+    schema: pa.Schema
+    _batches: Callable[[int | None], Iterator[pa.RecordBatch]]
+
+    def batches(self, *, max_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Typed record batches in file order, read anew from the file on each call.
+
+        Bad input raises a LandingZoneError that names the line, possibly after some batches
+        came: a caller commits nothing before the stream has ended.
+        """
+        return self._batches(max_rows)
+
+
+def open_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
+                   *, table: str, zone: LandingZone | None = None) -> DelimitedText:
+    """Open a delimited-text file; `columns` types it, without them every column is a string.
+
+    The format and the header are checked now; the rows are read, and checked, as they stream.
     A last `__rowMarker__` column becomes int32. Bad input raises a LandingZoneError that names
     the line: the header is line 1, and line breaks inside the values of earlier rows count.
-    The file is opened through `zone` (by default the folder holding it).
+    The file is opened through `zone` (by default the folder holding it), once per reading.
     """
     reader = _Reader(path, fmt, table, zone or LandingZone(path.parent))
-    declared = reader.declared(columns)
-    text = reader.text()
-    if not text:
-        return _schema(list((declared or {}).values())).empty_table()
-    parse = reader.prepare(text, declared)
-    return pa.Table.from_batches(list(reader.batches(parse)), schema=_schema(parse.columns))
+    return reader.open(reader.declared(columns))
+
+
+def read_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
+                   *, table: str, zone: LandingZone | None = None) -> pa.Table:
+    """Read a whole delimited-text file into one table (staging streams it: open_delimited)."""
+    text = open_delimited(path, fmt, columns, table=table, zone=zone)
+    return pa.Table.from_batches(list(text.batches()), schema=text.schema)
 
 
 _Converter = Callable[[pa.Array], pa.Array]
+_T = TypeVar("_T")
+
+
+class _Conflict(Exception):
+    """The text holds a character chosen to stand in for another."""
+
+
+class _Straddle(Exception):
+    """A row is longer than the blocks pyarrow.csv reads."""
+
+
+class _Stopped(Exception):
+    """The text is read no further."""
 
 
 @dataclass(frozen=True)
-class _Text:
-    """UTF-8 text as pyarrow.csv must see it, and how to undo the swaps."""
+class _Swaps:
+    """The private-use characters that stand in for what pyarrow.csv would misread."""
 
-    data: bytes
-    tail: bytes  # a sentinel row to read after the data
-    restore: dict[str, str]  # placeholder -> the character it stands for
-    null_value: str  # a NULL field as pyarrow sees it, after unescaping
+    escape: bytes  # the escape character that makes any next character literal, or b""
+    mask: bytes  # stands in for a pair of escape characters meanwhile
+    escaped: tuple[tuple[bytes, bytes, str], ...]  # escape + character, escape + stand-in
+    separator: bytes
+    newlines: tuple[tuple[bytes, str], ...]  # CR or LF (not the separator's), stand-in
+    crlf: bytes  # stands in for CRLF meanwhile
     sentinel: str  # the value of every field of the sentinel row
-    blank: str  # marks an empty line, where needed
+    blank: str  # marks an empty line
+    restore: dict[str, str]  # stand-in -> what it stands for (the blank mark: nothing)
+    null_value: str  # a NULL field as pyarrow sees it, after unescaping
+    scanned: bool  # chosen after reading which private-use characters the text holds
+
+    @property
+    def chars(self) -> list[bytes]:
+        return [char for char in (self.mask, self.crlf, self.sentinel.encode(),
+                                  *map(str.encode, self.restore)) if char]
+
+
+def _swaps(fmt: DelimitedFormat, unused: Iterator[str], *, scanned: bool) -> _Swaps:
+    """Stand-ins for every escaped character of NullValue (pyarrow unescapes before comparing
+    with it) and for an escaped CR before a CRLF row separator (which it must not join), and
+    for every CR and LF that is not part of a row separator."""
+    escape = _escape(fmt)
+    token = fmt.null_value or ""
+    restore: dict[str, str] = {}
+    steps: list[tuple[str, str]] = []
+    mask = ""
+    chars = sorted(set(token) - {escape} | ({"\r"} if fmt.row_separator == "\r\n" else set()))
+    if escape and chars:
+        restore = {next(unused): char for char in chars}
+        mask = next(unused)  # pairs of escape characters meanwhile, so that pairs go left to right
+        steps = [(2 * escape, mask), *((escape + char, escape + placeholder)
+                                       for placeholder, char in restore.items()), (mask, 2 * escape)]
+    escaped = tuple(((escape + char).encode(), (escape + placeholder).encode(), placeholder)
+                    for placeholder, char in restore.items())
+    newlines = [(char, next(unused)) for char in ("\r", "\n") if char != fmt.row_separator]
+    restore.update((placeholder, char) for char, placeholder in newlines)
+    crlf = next(unused) if fmt.row_separator == "\r\n" else ""
+    steps += [("\r\n", crlf), *newlines, (crlf, "\r\n")] if crlf else newlines
+    for old, new in steps:
+        token = token.replace(old, new)
+    sentinel, blank = next(unused), next(unused)
+    restore[blank] = ""
+    return _Swaps(escape.encode(), mask.encode(), escaped, fmt.row_separator.encode(),
+                  tuple((char.encode(), placeholder) for char, placeholder in newlines),
+                  crlf.encode(), sentinel, blank, restore, _unescape(token, escape), scanned)
+
+
+class _Adjuster:
+    """Adjusts one reading of the text, piece by piece, and notes the stand-ins it used."""
+
+    def __init__(self, swaps: _Swaps, *, mark: bool) -> None:
+        self.swaps = swaps
+        self.mark = mark  # mark empty lines (pyarrow reads them right with one column only)
+        self.used: set[str] = set()
+        self._chars = swaps.chars
+        self._leads = sorted({char[:1] for char in self._chars})
+        self._ended_row = False
+
+    def restore(self) -> dict[str, str]:
+        return {char: self.swaps.restore[char] for char in self.swaps.restore if char in self.used}
+
+    def __call__(self, text: bytes) -> bytes:
+        """The text as pyarrow.csv must see it; it starts and ends where no adjustment spans."""
+        swaps = self.swaps
+        if any(lead in text for lead in self._leads) and any(c in text for c in self._chars):
+            raise _Conflict
+        if swaps.escaped and swaps.escape in text:
+            text = text.replace(2 * swaps.escape, swaps.mask)
+            for pair, swapped, placeholder in swaps.escaped:
+                if pair in text:
+                    text = text.replace(pair, swapped)
+                    self.used.add(placeholder)
+            text = text.replace(swaps.mask, 2 * swaps.escape)
+        text = self._newlines(text)
+        if self.mark:
+            separator = swaps.separator
+            if self._ended_row and text.startswith(separator):
+                text = swaps.blank.encode() + text
+                self.used.add(swaps.blank)
+            if 2 * separator in text:
+                marked = separator + swaps.blank.encode() + separator
+                text = text.replace(2 * separator, marked).replace(2 * separator, marked)
+                self.used.add(swaps.blank)
+            self._ended_row = text.endswith(separator)
+        return text
+
+    def _newlines(self, text: bytes) -> bytes:
+        """Every CR and LF that is not part of a row separator swapped for its stand-in."""
+        swaps = self.swaps
+        if not swaps.crlf:
+            (other, placeholder), = swaps.newlines
+            if other in text:
+                text = text.replace(other, placeholder.encode())
+                self.used.add(placeholder)
+            return text
+        crs, lfs = text.count(b"\r"), text.count(b"\n")
+        pairs = text.count(b"\r\n") if crs and lfs else 0
+        if crs == lfs == pairs:
+            return text
+        (cr, cr_stand_in), (lf, lf_stand_in) = swaps.newlines
+        self.used.update(stand_in for stand_in, alone in ((cr_stand_in, crs > pairs),
+                                                          (lf_stand_in, lfs > pairs)) if alone)
+        if crs == pairs:  # only LFs alone: swap every LF, then those of a CRLF back
+            swapped = lf_stand_in.encode()
+            return text.replace(lf, swapped).replace(cr + swapped, b"\r\n")
+        if lfs == pairs:
+            swapped = cr_stand_in.encode()
+            return text.replace(cr, swapped).replace(swapped + lf, b"\r\n")
+        text = text.replace(b"\r\n", swaps.crlf)
+        text = text.replace(cr, cr_stand_in.encode()).replace(lf, lf_stand_in.encode())
+        return text.replace(swaps.crlf, b"\r\n")
 
 
 @dataclass(frozen=True)
 class _Parse:
     """Everything needed to parse the text and type its columns."""
 
-    text: _Text
-    header: list[str]  # column names as pyarrow reads them (with placeholders)
+    swaps: _Swaps
+    header: list[str]  # column names as pyarrow reads them (with stand-ins)
     columns: list[ColumnDefinition]  # one per header column, the marker as Int32
+    header_bytes: int  # of the header row as pyarrow reads it, with its row separator
+
+    @property
+    def schema(self) -> pa.Schema:
+        return _schema(self.columns)
+
+
+@dataclass
+class _Done:
+    """The rows handed on so far, and the line breaks and NULLs in their values."""
+
+    rows: int = 0
+    breaks: int = 0
+    nulls: int = 0
 
 
 class _Reader:
@@ -200,88 +370,203 @@ class _Reader:
                              "declare each column once", MetadataError)
         return {column.name: column for column in columns}
 
+    def open(self, declared: dict[str, ColumnDefinition] | None) -> DelimitedText:
+        """The schema from the header; the rows stream when the batches are read."""
+        swaps = _swaps(self.fmt, self._unused(frozenset()), scanned=False)
+        try:
+            head = self._first_line(swaps)
+        except _Conflict:
+            swaps = self._scanned_swaps()
+            head = self._first_line_again(swaps)
+        if head is None:
+            schema = _schema(list((declared or {}).values()))
+            return DelimitedText(schema, lambda max_rows: iter(()))
+        parse = self._parse(swaps, head, declared)
+        return DelimitedText(parse.schema, lambda max_rows: self.batches(parse, max_rows))
+
     # -- bytes to UTF-8 text ------------------------------------------------------------------
 
-    def text(self) -> bytes:
-        """The file's content as UTF-8 without a byte order mark."""
-        raw = self._decompressed()
-        try:
-            utf8 = raw if _is_utf8_codec(self.fmt.encoding) and _valid_utf8(raw) \
-                else raw.decode(self.fmt.encoding).encode("utf-8")
-        except UnicodeDecodeError as error:
-            line = 1 + _count_breaks(raw[:error.start].decode(self.fmt.encoding, "replace"))
-            raise self.error(
-                f"line {line}: bytes {raw[error.start:error.end]!r} at offset {error.start} are "
-                f"not valid {self.fmt.encoding}",
-                "write the file in the declared Encoding, or declare the encoding it uses in "
-                "_metadata.json") from error
-        return utf8.removeprefix(codecs.BOM_UTF8)
-
-    def _decompressed(self) -> bytes:
-        """The file's bytes, decompressed as its name says, at most max_text_bytes() of them."""
+    def _raw(self) -> Generator[bytes, None, None]:
+        """The file's bytes from the start, decompressed as its name says, in pieces of at most
+        _TEXT_CHUNK; more than max_text_bytes() of them fail the table."""
         import cramjam
 
         limit = max_text_bytes()
         suffix = self.path.suffix.lower()
+        read = 0
         with self.zone.open(self.path) as handle:
+            if suffix not in COMPRESSION_SUFFIXES and handle.size > limit:
+                raise self._too_large(limit, suffix)
             try:
-                data = (None if suffix not in COMPRESSION_SUFFIXES and handle.size > limit
-                        else read_bounded(_decompressing(handle, suffix), limit))
+                for piece in _decompressing(handle, suffix):
+                    read += len(piece)
+                    if read > limit:
+                        raise self._too_large(limit, suffix)
+                    for start in range(0, len(piece), _TEXT_CHUNK):
+                        yield piece[start:start + _TEXT_CHUNK] if _TEXT_CHUNK < len(piece) \
+                            else piece
             except (OSError, pa.ArrowException, cramjam.DecompressionError) as error:
                 raise self._unreadable(error) from error
-        if data is None:
-            decompressed = " once decompressed" if suffix in COMPRESSION_SUFFIXES else ""
-            raise self.error(
-                f"the file holds more than {limit} bytes{decompressed}, the most lakemirror "
-                f"reads of one delimited-text file ({MAX_TEXT_BYTES})",
-                f"split the file into smaller change files (or raise {MAX_TEXT_BYTES}, if "
-                "the machine has the memory for it)")
-        return data
+
+    def _too_large(self, limit: int, suffix: str) -> LandingZoneError:
+        decompressed = " once decompressed" if suffix in COMPRESSION_SUFFIXES else ""
+        return self.error(
+            f"the file holds more than {limit} bytes{decompressed}, the most lakemirror "
+            f"reads of one delimited-text file ({MAX_TEXT_BYTES})",
+            f"split the file into smaller change files, or raise {MAX_TEXT_BYTES}")
 
     def _unreadable(self, error: Exception) -> LandingZoneError:
         return self.error(f"cannot read or decompress the file: {error}",
                           "replace it with a complete file; .gz is gzip, .zst zstd and .snappy "
                           "snappy framing format")
 
-    # -- text to pyarrow.csv input ------------------------------------------------------------
+    def _decoded(self) -> Iterator[bytes]:
+        """The text as UTF-8 without a byte order mark, in pieces that end between characters."""
+        pieces = self._utf8() if _is_utf8_codec(self.fmt.encoding) else self._recoded()
+        first = True
+        for piece in pieces:
+            if first and piece:
+                piece, first = piece.removeprefix(codecs.BOM_UTF8), False
+            if piece:
+                yield piece
 
-    def prepare(self, text: bytes, declared: dict[str, ColumnDefinition] | None) -> _Parse:
-        """Swap what pyarrow.csv would misread, read the header and match it with `declared`."""
-        escape = _escape(self.fmt).encode()
-        if _escaped(text, len(text), escape):
-            raise self.error("the file ends with an escape character",
-                             "escape the escape character itself, or remove it")
-        token = (self.fmt.null_value or "").encode()
-        unused = self._unused(text, token.decode())
-        restore: dict[str, str] = {}
-        steps = _escape_steps(text, token, self.fmt, unused, restore)
-        text = _replace(text, steps)
-        newline_steps = _newline_steps(text, self.fmt.row_separator, unused, restore)
-        text = _replace(text, newline_steps)
-        token = _replace(token, steps + newline_steps)
-        sentinel, blank = next(unused), next(unused)
-        header = self._header(text)
-        names = [_restored_text(name, restore) for name in header]
-        self._check_names(names)
-        columns = self._columns(names, declared)
-        tail = self._sentinel_row(text, sentinel, len(header))
-        null_value = _unescape(token.decode(), escape.decode())
-        return _Parse(_Text(text, tail, restore, null_value, sentinel, blank), header, columns)
+    def _utf8(self) -> Iterator[bytes]:
+        """UTF-8 bytes as they are, once checked."""
+        carry, offset = b"", 0  # offset: where in the file the next `data` starts
+        for piece in chain(self._raw(), [None]):
+            data = carry + piece if piece is not None else carry
+            end = _utf8_end(data) if piece is not None else len(data)
+            if not _valid_utf8(data, end):
+                self._check_decodes(data[:end], offset)
+            carry = data[end:]
+            if end:
+                yield data if end == len(data) else data[:end]
+            offset += end
 
-    def _unused(self, text: bytes, avoid: str) -> Iterator[str]:
-        """Private-use characters found neither in the text nor in `avoid`."""
-        quick = b"\xee" not in text  # no character U+E000..U+EFFF occurs
+    def _recoded(self) -> Iterator[bytes]:
+        """Text in another encoding, decoded and encoded as UTF-8."""
+        decoder = _Decoder(self.fmt.encoding)
+        offset = 0  # bytes given to the decoder
+        for piece in chain(self._raw(), [None]):
+            pending = len(decoder.pending())
+            try:
+                text = decoder.decode(piece or b"", final=piece is None)
+            except UnicodeDecodeError as error:
+                raise self._undecodable(error, offset - pending) from error
+            offset += len(piece or b"")
+            yield text.encode("utf-8")
+
+    def _check_decodes(self, data: bytes, offset: int) -> None:
+        """Fail the table unless `data`, which starts at `offset` of the file, decodes."""
+        try:
+            data.decode(self.fmt.encoding)
+        except UnicodeDecodeError as error:
+            raise self._undecodable(error, offset) from error
+
+    def _undecodable(self, error: UnicodeDecodeError, offset: int) -> LandingZoneError:
+        """`error` met in bytes that start at `offset` of the file."""
+        start = offset + error.start
+        return self.error(
+            f"line {self._line_at(start)}: bytes {error.object[error.start:error.end]!r} at "
+            f"offset {start} are not valid {self.fmt.encoding}",
+            "write the file in the declared Encoding, or declare the encoding it uses in "
+            "_metadata.json")
+
+    def _line_at(self, offset: int) -> int:
+        """The line of the byte at `offset`, read again up to it."""
+        decoder = _Decoder(self.fmt.encoding, "replace")
+        breaks = read = 0
+        after_cr = False
+        with closing(self._raw()) as pieces:
+            for piece in pieces:
+                text = decoder.decode(piece[:offset - read], final=False)
+                breaks += _count_breaks(text) - (after_cr and text.startswith("\n"))
+                after_cr = text.endswith("\r") if text else after_cr
+                read += len(piece)
+                if read >= offset:
+                    break
+        return 1 + breaks
+
+    # -- the private-use characters that stand in ---------------------------------------------
+
+    def _unused(self, present: frozenset[str]) -> Iterator[str]:
+        """Private-use characters found neither in `present` nor in NullValue."""
+        avoid = self.fmt.null_value or ""
         for code in chain(*_PRIVATE_USE):
             char = chr(code)
-            if char not in avoid and ((quick and code < 0xF000) or char.encode() not in text):
+            if char not in present and char not in avoid:
                 yield char
         raise self.error("the file uses every private-use character, so none is left to stand in "
                          "for separators while parsing", "split the file into smaller files")
 
-    def _header(self, text: bytes) -> list[str]:
+    def _scanned_swaps(self) -> _Swaps:
+        """Stand-ins chosen after reading the private-use characters that the text holds."""
+        present: set[int] = set()
+        for piece in self._decoded():
+            octets = None
+            for lead, length in _PRIVATE_USE_LEADS:
+                if bytes([lead]) in piece:
+                    octets = np.frombuffer(piece, np.uint8) if octets is None else octets
+                    present.update(_code_points(octets, lead, length).tolist())
+        return _swaps(self.fmt, self._unused(frozenset(map(chr, present))), scanned=True)
+
+    def _changed(self) -> LandingZoneError:
+        return self.error("the file changed while lakemirror read it",
+                          "write each change file elsewhere and move it into the table folder "
+                          "once it is complete")
+
+    # -- text to pyarrow.csv input ------------------------------------------------------------
+
+    def _adjusted(self, adjust: _Adjuster) -> Generator[bytes, None, None]:
+        """The text as pyarrow.csv must see it, cut where no adjustment spans the cut."""
+        escape = adjust.swaps.escape
+        carry = b""
+        for piece in self._decoded():
+            data = carry + piece if carry else piece
+            end = _cut(data, escape)
+            carry = data[end:]
+            if end:
+                yield adjust(data if end == len(data) else data[:end])
+        if _escaped(carry, len(carry), escape):
+            raise self.error("the file ends with an escape character",
+                             "escape the escape character itself, or remove it")
+        if carry:
+            yield adjust(carry)
+
+    def _first_line(self, swaps: _Swaps) -> bytes | None:
+        """The header row as pyarrow reads it (up to the first row separator); None for a file
+        without text."""
+        separator = swaps.separator
+        head = bytearray()
+        pieces = self._adjusted(_Adjuster(swaps, mark=False))
+        try:
+            for piece in pieces:
+                searched = max(len(head) - len(separator) + 1, 0)
+                head += piece
+                end = head.find(separator, searched)
+                if end >= 0:
+                    return bytes(head[:end])
+        finally:
+            pieces.close()
+        return bytes(head) if head else None
+
+    def _first_line_again(self, swaps: _Swaps) -> bytes | None:
+        try:
+            return self._first_line(swaps)
+        except _Conflict:
+            raise self._changed() from None
+
+    def _parse(self, swaps: _Swaps, head: bytes, declared: dict[str, ColumnDefinition] | None
+               ) -> _Parse:
+        """Read the header and match it with `declared`."""
+        header = self._header(head)
+        names = [_restored_text(name, swaps.restore) for name in header]
+        self._check_names(names)
+        return _Parse(swaps, header, self._columns(names, declared),
+                      len(head) + len(swaps.separator))
+
+    def _header(self, head: bytes) -> list[str]:
         """Column names as pyarrow reads them; the header row must hold no row separator."""
-        end = text.find(self.fmt.row_separator.encode())
-        head = text if end < 0 else text[:end]
         if not head:
             raise self.error("line 1, the header row, is empty", "write the column names there")
         try:
@@ -328,89 +613,115 @@ class _Reader:
                              ColumnError)
         return [declared[name] for name in data_names] + marker
 
-    def _sentinel_row(self, text: bytes, sentinel: str, width: int) -> bytes:
-        """A row after the last one: if a quote is left open, it swallows this row."""
-        separator = self.fmt.row_separator.encode()
-        ends_row = text.endswith(separator) and not _escaped(
-            text, len(text) - len(separator), _escape(self.fmt).encode())
-        row = self.fmt.column_separator.join([sentinel] * width).encode()
-        return row if ends_row else separator + row
+    def _text(self, adjust: _Adjuster, width: int) -> Generator[bytes, None, None]:
+        """The adjusted text, then a sentinel row: if a quote is left open, it swallows this."""
+        last = b""
+        for piece in self._adjusted(adjust):
+            yield piece
+            last = piece
+        separator = adjust.swaps.separator
+        ends_row = last.endswith(separator) and not _escaped(
+            last, len(last) - len(separator), adjust.swaps.escape)
+        row = self.fmt.column_separator.join([adjust.swaps.sentinel] * width).encode()
+        yield row if ends_row else separator + row
 
     # -- parsing and typing -------------------------------------------------------------------
 
-    def batches(self, parse: _Parse) -> Iterator[pa.RecordBatch]:
-        """Typed record batches in file order."""
-        strings = self._strings(parse)
-        schema = _schema(parse.columns)
-        row = 0
-        for batch in strings.to_batches():
-            arrays = [self._convert(batch.column(index), column, strings, row)
-                      for index, column in enumerate(parse.columns)]
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-            row += batch.num_rows
+    def batches(self, parse: _Parse, max_rows: int | None) -> Iterator[pa.RecordBatch]:
+        """Typed record batches in file order, of at most `max_rows` rows."""
+        done = _Done()
+        block_size = _BLOCK_SIZE
+        while True:
+            try:
+                for batch in self._attempt(parse, block_size, done):
+                    for start in range(0, batch.num_rows, max_rows or batch.num_rows or 1):
+                        yield batch.slice(start, max_rows)
+                return
+            except _Conflict:
+                if parse.swaps.scanned:
+                    raise self._changed() from None
+                swaps = self._scanned_swaps()
+                head = self._first_line_again(swaps) or b""
+                parse = replace(parse, swaps=swaps, header=self._header(head),
+                                header_bytes=len(head) + len(swaps.separator))
+            except _Straddle as straddle:
+                if block_size == _LARGEST_BLOCK:
+                    raise self._parse_failure(straddle.__cause__) from straddle.__cause__
+                block_size = min(4 * block_size, _LARGEST_BLOCK)
 
-    def _strings(self, parse: _Parse) -> pa.Table:
-        """Every field as a string (NULL where NullValue says), without the sentinel row."""
-        strings = self._parsed(parse)
-        if strings.num_columns > 1 and _has_empty_row(strings):
-            # pyarrow reads an empty line as a row of empty fields; it has one field
-            parse = replace(parse, text=_marked_empty_lines(parse.text, self.fmt.row_separator))
-            strings = self._parsed(parse)
-        last = strings.num_rows - 1
-        if strings.column(0)[last].as_py() != parse.text.sentinel:
-            raise self._unclosed_quote(self._line(strings, last))
-        return strings.slice(0, last).rename_columns([column.name for column in parse.columns])
-
-    def _parsed(self, parse: _Parse) -> pa.Table:
-        try:
-            return _restored(self._read_csv(parse), parse.text.restore)
-        except pa.ArrowException as error:
-            raise self._parse_error(parse, error) from error
-
-    def _read_csv(self, parse: _Parse, *, use_threads: bool = True,
-                  handler: Callable[[pv.InvalidRow], str] | None = None) -> pa.Table:
-        parse_options = _parse_options(self.fmt, handler)
-        convert_options = pv.ConvertOptions(
-            column_types=dict.fromkeys(parse.header, pa.string()), include_columns=parse.header,
-            strings_can_be_null=True, null_values=[parse.text.null_value],
-            quoted_strings_can_be_null=False, check_utf8=False)
-
-        def read(block_size: int) -> pa.Table:
-            return pv.read_csv(_Blocks(parse.text.data, parse.text.tail),
-                               read_options=pv.ReadOptions(use_threads=use_threads,
-                                                           block_size=block_size),
-                               parse_options=parse_options, convert_options=convert_options)
-
-        try:
-            return read(_BLOCK_SIZE)
-        except pa.ArrowInvalid as error:
-            if "straddle" not in str(error):  # a row is longer than a block
-                raise
-            return read(min(len(parse.text.data) + len(parse.text.tail) + 1, 2**31 - 1))
-
-    def _parse_error(self, parse: _Parse, error: pa.ArrowException) -> LandingZoneError:
-        """Name the first row whose field count is wrong (read again, slowly, to find it)."""
+    def _attempt(self, parse: _Parse, block_size: int, done: _Done) -> Iterator[pa.RecordBatch]:
+        """Typed batches of the rows after the first `done.rows`, parsed in blocks of
+        `block_size`; raises _Conflict or _Straddle when the text must be read again."""
+        adjust = _Adjuster(parse.swaps, mark=len(parse.header) > 1)
         invalid: list[pv.InvalidRow] = []
 
         def skip(row: pv.InvalidRow) -> str:
             invalid.append(row)
             return "skip"
 
+        convert_options = pv.ConvertOptions(
+            column_types=dict.fromkeys(parse.header, pa.string()), include_columns=parse.header,
+            strings_can_be_null=True, null_values=[parse.swaps.null_value],
+            quoted_strings_can_be_null=False, check_utf8=False)
+        reader = self._parsing(lambda: _CsvReader(
+            _Blocks(self._text(adjust, len(parse.header)), first=parse.header_bytes),
+            pv.ReadOptions(use_threads=False, block_size=block_size),
+            _parse_options(self.fmt, skip), convert_options))
         try:
-            strings = _restored(self._read_csv(parse, use_threads=False, handler=skip),
-                                parse.text.restore)
-        except pa.ArrowException:
-            invalid.clear()
-        if not invalid:
-            return self.error(f"cannot parse the file: {error}",
-                              "check ColumnSeparator, QuoteCharacter and EscapeCharacter")
-        row = invalid[0]
-        line = self._line(strings, row.number - 2)
-        if parse.text.sentinel in row.text:
+            yield from self._rows(reader, parse, adjust, invalid, done)
+        finally:
+            reader.close()
+
+    def _rows(self, reader: _CsvReader, parse: _Parse, adjust: _Adjuster,
+              invalid: list[pv.InvalidRow], done: _Done) -> Iterator[pa.RecordBatch]:
+        held: pa.RecordBatch | None = None  # rows not handed on: the last may be the sentinel
+        start = 0  # the row number (from 0) of the next batch's first row
+        while (batch := self._parsing(reader.next_batch)) is not None:
+            fresh = max(done.rows - start, 0)  # rows before it were handed on before a re-read
+            start += batch.num_rows
+            batch = batch.slice(fresh)
+            if invalid and invalid[0].number - 2 <= start:
+                pending = [] if held is None else [held]
+                pending.append(batch.slice(0, batch.num_rows - (start - invalid[0].number + 2)))
+                raise self._invalid_row(invalid[0], pending, adjust, done)
+            if batch.num_rows:
+                if held is not None:
+                    yield self._typed(held, parse, adjust, done)
+                held = batch
+        if invalid:
+            raise self._invalid_row(invalid[0], [] if held is None else [held], adjust, done)
+        if held is None or held.column(0)[-1].as_py() != parse.swaps.sentinel:
+            last = [] if held is None else [held.slice(0, held.num_rows - 1)]
+            raise self._unclosed_quote(self._line([_restored(batch, adjust.restore())
+                                                   for batch in last], done))
+        yield self._typed(held.slice(0, held.num_rows - 1), parse, adjust, done)
+
+    def _parsing(self, read: Callable[[], _T]) -> _T:
+        """What `read` returns, with pyarrow's errors said plainly (a too long row: _Straddle)."""
+        try:
+            return read()
+        except pa.ArrowInvalid as error:
+            if "straddle" in str(error):
+                raise _Straddle from error
+            raise self._parse_failure(error) from error
+        except pa.ArrowException as error:
+            raise self._parse_failure(error) from error
+
+    def _parse_failure(self, error: BaseException | None) -> LandingZoneError:
+        return self.error(f"cannot parse the file: {error}",
+                          "check ColumnSeparator, QuoteCharacter and EscapeCharacter")
+
+    def _invalid_row(self, row: pv.InvalidRow, pending: list[pa.RecordBatch], adjust: _Adjuster,
+                     done: _Done) -> LandingZoneError:
+        """The first row whose field count is wrong; `pending` holds the rows before it that
+        were not handed on."""
+        restore = adjust.restore()
+        line = self._line([_restored(batch, restore) for batch in pending], done)
+        if adjust.swaps.sentinel in row.text:
             return self._unclosed_quote(line)
         return self.error(
             f"line {line}: {row.expected_columns} fields expected, as in the header, but "
-            f"{row.actual_columns} found: {_shown(_restored_text(row.text, parse.text.restore))}",
+            f"{row.actual_columns} found: {_shown(_restored_text(row.text, adjust.swaps.restore))}",
             f"quote values that hold {self.fmt.column_separator!r}, and check ColumnSeparator "
             "and RowSeparator in _metadata.json")
 
@@ -419,26 +730,40 @@ class _Reader:
                           f"close it with {self.fmt.quote_character!r}, and escape that character "
                           "inside quoted values")
 
-    def _line(self, strings: pa.Table, row: int) -> int:
-        """The line where data row `row` starts: header and row separators plus value breaks."""
-        head = strings.slice(0, row)
-        breaks: int = sum(pc.sum(pc.count_substring_regex(column, _BREAKS)).as_py() or 0
-                          for column in head.columns)
-        nulls: int = sum(column.null_count for column in head.columns)
-        return 2 + row + breaks + nulls * _count_breaks(self.fmt.null_value or "")
+    def _line(self, pending: list[pa.RecordBatch], done: _Done) -> int:
+        """The line where the row after `done` and `pending` starts: header and row separators
+        plus value breaks."""
+        rows: int = done.rows + sum(batch.num_rows for batch in pending)
+        columns = [column for batch in pending for column in batch.columns]
+        breaks: int = done.breaks + sum(
+            pc.sum(pc.count_substring_regex(column, _BREAKS)).as_py() or 0 for column in columns)
+        nulls: int = done.nulls + sum(column.null_count for column in columns)
+        return 2 + rows + breaks + nulls * _count_breaks(self.fmt.null_value or "")
 
-    def _convert(self, values: pa.Array, column: ColumnDefinition, strings: pa.Table,
-                 first_row: int) -> pa.Array:
+    def _typed(self, batch: pa.RecordBatch, parse: _Parse, adjust: _Adjuster,
+               done: _Done) -> pa.RecordBatch:
+        """The strings typed; `done` then counts them."""
+        strings = _restored(batch, adjust.restore())
+        arrays = [self._convert(strings, index, column, done)
+                  for index, column in enumerate(parse.columns)]
+        done.rows += strings.num_rows
+        done.breaks += sum(_breaks(column) for column in strings.columns)
+        done.nulls += sum(column.null_count for column in strings.columns)
+        return pa.RecordBatch.from_arrays(arrays, schema=parse.schema)
+
+    def _convert(self, strings: pa.RecordBatch, index: int, column: ColumnDefinition,
+                 done: _Done) -> pa.Array:
+        values = strings.column(index)
         if not column.nullable and values.null_count:
-            index = pc.index(pc.is_null(values), True).as_py()
-            raise self._value_error(column, self._line(strings, first_row + index), None)
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise self._value_error(column, self._line([strings.slice(0, row)], done), None)
         convert = _CONVERTERS[column.data_type]
         try:
             return convert(values)
         except pa.ArrowInvalid:
-            index = _first_failure(values, convert)
-            line = self._line(strings, first_row + index)
-            raise self._value_error(column, line, values[index].as_py()) from None
+            row = _first_failure(values, convert)
+            line = self._line([strings.slice(0, row)], done)
+            raise self._value_error(column, line, values[row].as_py()) from None
 
     def _value_error(self, column: ColumnDefinition, line: int, value: str | None
                      ) -> LandingZoneError:
@@ -505,28 +830,139 @@ def _whole_chunks(data: bytearray) -> int:
 
 
 class _Blocks:
-    """Data, then a tail, as a file that pyarrow.csv reads in blocks.
+    """Pieces of text as a file that pyarrow.csv reads in blocks, on threads of its own.
 
-    pyarrow drops the LF that starts a block after a block that ends in CR, even inside a quoted
-    value (apache/arrow#51368), so such a block ends one byte early. The data never ends in a
-    CR before the tail's LF (a lone CR is data, swapped for a placeholder).
+    Each block is copied into Arrow's memory: as short-lived Python objects of megabytes, the
+    blocks would fragment the heap and keep a few hundred megabytes of it. pyarrow drops the LF
+    that starts a block after a block that ends in CR, even inside a quoted value
+    (apache/arrow#51368), so such a block ends one byte early.
     """
 
     closed = False
 
-    def __init__(self, data: bytes, tail: bytes) -> None:
-        self._data, self._tail, self._at = memoryview(data), tail, 0
+    def __init__(self, pieces: Generator[bytes, None, None], *, first: int) -> None:
+        self._pieces = pieces
+        self._queue: deque[bytes] = deque()
+        self._queued = 0  # bytes in the queue
+        self._ended = False
+        self._first = first  # the first block holds the header row: pyarrow reads it from there
+        self._lock = threading.Lock()
+        self._stopped = False
 
-    def read(self, size: int = -1) -> bytes | memoryview:
-        data, start = self._data, self._at
-        end = len(data) + len(self._tail)
-        end = end if size < 0 else min(start + size, end)
-        if end - start > 1 and end < len(data) and data[end - 1] == 13 and data[end] == 10:
+    def stop(self) -> None:
+        """Close the file: later reads fail, so that the reader stops instead of parsing a text
+        cut short."""
+        with self._lock:
+            self._stopped = True
+            self._pieces.close()
+
+    def read(self, size: int = -1) -> pa.Buffer:
+        with self._lock:
+            if self._stopped:
+                raise _Stopped
+            return self._block(size)
+
+    def _block(self, size: int) -> pa.Buffer:
+        size, self._first = (max(size, self._first) if size >= 0 else size), 0
+        while not self._ended and (size < 0 or self._queued <= size):  # a byte past the block
+            piece = next(self._pieces, None)
+            self._ended = piece is None
+            if piece:
+                self._queue.append(piece)
+                self._queued += len(piece)
+        end = self._queued if size < 0 else min(size, self._queued)
+        if 1 < end < self._queued and self._byte(end - 1) == 13 and self._byte(end) == 10:
             end -= 1
-        self._at = end
-        if end <= len(data):
-            return data[start:end]
-        return bytes(data[start:]) + self._tail[max(start - len(data), 0):end - len(data)]
+        block = pa.allocate_buffer(end)
+        octets = np.frombuffer(block, np.uint8)
+        filled = 0
+        while filled < end:
+            piece = self._queue.popleft()
+            if filled + len(piece) > end:
+                self._queue.appendleft(piece[end - filled:])
+                piece = piece[:end - filled]
+            octets[filled:filled + len(piece)] = np.frombuffer(piece, np.uint8)
+            filled += len(piece)
+        self._queued -= end
+        return block
+
+    def _byte(self, index: int) -> int:
+        for piece in self._queue:
+            if index < len(piece):
+                return piece[index]
+            index -= len(piece)
+        raise IndexError(index)
+
+
+class _Decoder:
+    """An incremental decoder that, like decoding a whole text, reads UTF-16 and UTF-32 without
+    a byte order mark in the machine's byte order (Python's incremental ones refuse them)."""
+
+    def __init__(self, encoding: str, errors: str = "strict") -> None:
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors)
+        self._native = f"{codecs.lookup(encoding).name}-{sys.byteorder[0]}e"
+        self._errors = errors
+
+    def pending(self) -> bytes:
+        """Bytes given, but not decoded yet: they start the text of a decoding error."""
+        pending: bytes = self._decoder.getstate()[0]
+        return pending
+
+    def decode(self, data: bytes, *, final: bool) -> str:
+        pending = self.pending()
+        try:
+            return self._decoder.decode(data, final)
+        except UnicodeDecodeError:
+            raise
+        except UnicodeError:  # no byte order mark
+            self._decoder = codecs.getincrementaldecoder(self._native)(self._errors)
+            return self._decoder.decode(pending + data, final)
+
+
+class _File:
+    """The file pyarrow reads: only pyarrow holds it, so it is gone once pyarrow let go of it."""
+
+    __slots__ = ("read", "closed", "__weakref__")
+
+    def __init__(self, read: Callable[[int], pa.Buffer]) -> None:
+        self.read = read
+        self.closed = False
+
+
+class _CsvReader:
+    """pyarrow.csv reading blocks, which its threads read ahead; closed, it has let go of them.
+
+    A read ahead still pending when Python exits hangs the process (apache/arrow#43604,
+    apache/arrow#50482), so closing stops the blocks, drops the reader (which waits for its
+    reads without the GIL) and waits until pyarrow no longer holds the file.
+    """
+
+    def __init__(self, blocks: _Blocks, read_options: pv.ReadOptions,
+                 parse_options: pv.ParseOptions, convert_options: pv.ConvertOptions) -> None:
+        self._blocks = blocks
+        self._released = threading.Event()
+        files = [_File(blocks.read)]  # no frame of an error's traceback may hold it
+        self._file = weakref.ref(files[0], lambda file: self._released.set())
+        self._reader: pv.CSVStreamingReader | None = None
+        try:
+            self._reader = pv.open_csv(files.pop(), read_options=read_options,
+                                       parse_options=parse_options,
+                                       convert_options=convert_options)
+        except BaseException:
+            self.close()
+            raise
+
+    def next_batch(self) -> pa.RecordBatch | None:
+        assert self._reader is not None
+        try:
+            return self._reader.read_next_batch()
+        except StopIteration:
+            return None
+
+    def close(self) -> None:
+        self._blocks.stop()
+        self._reader = None
+        self._released.wait(_RELEASE_SECONDS)
 
 
 # -- text helpers -----------------------------------------------------------------------------
@@ -549,8 +985,9 @@ def _is_utf8_codec(encoding: str) -> bool:
     return codecs.lookup(encoding).name == "utf-8"
 
 
-def _valid_utf8(data: bytes) -> bool:
-    offsets = pa.py_buffer(np.array([0, len(data)], np.int64))
+def _valid_utf8(data: bytes, end: int) -> bool:
+    """Whether the first `end` bytes are valid UTF-8."""
+    offsets = pa.py_buffer(np.array([0, end], np.int64))
     array = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(data)])
     try:
         array.validate(full=True)
@@ -559,73 +996,48 @@ def _valid_utf8(data: bytes) -> bool:
     return True
 
 
+def _utf8_end(data: bytes) -> int:
+    """The length of `data` without a character that it cuts short at its end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte
+            length = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4 if byte < 0xF8 else 1
+            return len(data) - back if byte >= 0xC0 and back < length else len(data)
+    return len(data)
+
+
+def _code_points(octets: np.ndarray, lead: int, length: int) -> np.ndarray:
+    """The code points of the UTF-8 characters of `length` bytes that start with `lead`."""
+    starts = np.flatnonzero(octets == lead)
+    points = (octets[starts].astype(np.int64) & (0x0F if length == 3 else 0x07))
+    for following in range(1, length):
+        points = (points << 6) | (octets[starts + following] & 0x3F)
+    return points
+
+
+def _cut(data: bytes, escape: bytes) -> int:
+    """Where to cut `data` (which ends between characters), from its end, so that no adjustment
+    spans the cut: not inside a character, not between CR and LF, not after an escape
+    character that escapes what follows."""
+    end = len(data)
+    while end > 0:
+        if end < len(data) and data[end] & 0xC0 == 0x80:
+            end -= 1
+        elif data[end - 1] == 13 and (end == len(data) or data[end] == 10):
+            end -= 1
+        elif _escaped(data, end, escape):
+            end -= 1
+        else:
+            break
+    return end
+
+
 def _escaped(text: bytes, end: int, escape: bytes) -> bool:
     """Whether an odd run of escape characters ends at `end`, so it escapes what follows."""
     start = end
     while escape and start > 0 and text[start - 1] == escape[0]:
         start -= 1
     return (end - start) % 2 == 1
-
-
-def _replace(data: bytes, steps: list[tuple[bytes, bytes]]) -> bytes:
-    for old, new in steps:
-        data = data.replace(old, new)
-    return data
-
-
-def _escape_steps(text: bytes, token: bytes, fmt: DelimitedFormat, unused: Iterator[str],
-                  restore: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    """Steps that keep escaped characters apart from plain ones where pyarrow would merge them.
-
-    pyarrow unescapes before comparing with NullValue, so an escaped character of NullValue
-    gets its own placeholder; so does an escaped CR, which must not join a CRLF row separator.
-    Escaped escape characters are masked meanwhile, so that pairs are found left to right.
-    """
-    escape = _escape(fmt)
-    if not escape or (escape.encode() not in text and escape.encode() not in token):
-        return []
-    chars = set(token.decode()) | ({"\r"} if fmt.row_separator == "\r\n" else set())
-    pairs = [(escape + char).encode() for char in sorted(chars - {escape})]
-    steps = []
-    for pair in pairs:
-        if pair in text or pair in token:
-            placeholder = next(unused)
-            restore[placeholder] = pair.decode()[1:]
-            steps.append((pair, (escape + placeholder).encode()))
-    if not steps:
-        return []
-    mask = next(unused).encode()
-    return [(2 * escape.encode(), mask), *steps, (mask, 2 * escape.encode())]
-
-
-def _newline_steps(text: bytes, separator: str, unused: Iterator[str],
-                   restore: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    """Steps that hide every CR and LF that is not part of a row separator."""
-    if separator == "\r\n":
-        if _only_crlf(text):
-            return []
-        cr, lf, crlf = next(unused), next(unused), next(unused)
-        restore.update({cr: "\r", lf: "\n"})
-        return [(b"\r\n", crlf.encode()), (b"\r", cr.encode()), (b"\n", lf.encode()),
-                (crlf.encode(), b"\r\n")]
-    other = "\n" if separator == "\r" else "\r"
-    if other.encode() not in text:
-        return []
-    placeholder = next(unused)
-    restore[placeholder] = other
-    return [(other.encode(), placeholder.encode())]
-
-
-def _only_crlf(text: bytes) -> bool:
-    """Whether every CR is followed by LF and every LF follows a CR."""
-    octets = np.frombuffer(text, np.uint8)
-    if octets[0] == 10 or octets[-1] == 13:
-        return False
-    for start in range(0, len(octets), _CRLF_CHUNK):
-        chunk = octets[start:start + _CRLF_CHUNK + 1]
-        if not np.array_equal(chunk[:-1] == 13, chunk[1:] == 10):
-            return False
-    return True
 
 
 def _unescape(value: str, escape: str) -> str:
@@ -638,27 +1050,52 @@ def _restored_text(value: str, restore: dict[str, str]) -> str:
     return value
 
 
-def _restored(table: pa.Table, restore: dict[str, str]) -> pa.Table:
+def _restored(batch: pa.RecordBatch, restore: dict[str, str]) -> pa.RecordBatch:
+    """The batch with its stand-ins swapped back, in the columns that hold any."""
+    if not restore:
+        return batch
+    leads = {placeholder.encode()[0] for placeholder in restore}
     columns = []
-    for column in table.columns:
-        for placeholder, char in restore.items():
-            column = pc.replace_substring(column, placeholder, char)
+    for column in batch.columns:
+        data = _value_bytes(column)
+        if data is None or any(np.any(data == lead) for lead in leads):
+            for placeholder, char in restore.items():
+                column = pc.replace_substring(column, placeholder, char)
         columns.append(column)
-    return pa.table(columns, names=table.column_names)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
-def _has_empty_row(strings: pa.Table) -> bool:
-    """Whether some row has only empty or NULL fields."""
-    empty = [pc.equal(pc.fill_null(pc.binary_length(column), 0), 0) for column in strings.columns]
-    return bool(pc.any(reduce(pc.and_, empty)).as_py())
+def _breaks(values: pa.Array) -> int:
+    """Line breaks (CRLF, CR or LF) inside the values, as _count_breaks counts them, counted in
+    the data of all values at once."""
+    data = _value_bytes(values)
+    if data is None:
+        return int(pc.sum(pc.count_substring_regex(values, _BREAKS)).as_py() or 0)
+    crs, lfs = np.count_nonzero(data == 13), np.count_nonzero(data == 10)
+    if not (crs and lfs):
+        return int(crs + lfs)
+    pairs = np.flatnonzero((data[:-1] == 13) & (data[1:] == 10))
+    starts = _offsets(values)[1:-1] - _offsets(values)[0]
+    return int(crs + lfs - len(pairs) + np.count_nonzero(np.isin(pairs + 1, starts)))
 
 
-def _marked_empty_lines(text: _Text, separator: str) -> _Text:
-    """Text with a placeholder on each empty line (and inside quoted values, restored there)."""
-    double = 2 * separator.encode()
-    marked = (separator + text.blank + separator).encode()
-    data = text.data.replace(double, marked).replace(double, marked)  # twice for runs
-    return replace(text, data=data, restore={**text.restore, text.blank: ""})
+def _offsets(values: pa.Array) -> np.ndarray:
+    return np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, 4 * values.offset)
+
+
+def _value_bytes(values: pa.Array) -> np.ndarray | None:
+    """The bytes of all values of a string array, one after another; None when NULL slots hold
+    bytes too (so that they are not just the values')."""
+    if values.type != pa.string() or len(values) == 0:
+        return None if len(values) else np.zeros(0, np.uint8)
+    offsets = _offsets(values)
+    if values.null_count and (pc.sum(pc.binary_length(values)).as_py() or 0) != \
+            offsets[-1] - offsets[0]:
+        return None
+    data = values.buffers()[2]
+    if data is None:
+        return np.zeros(0, np.uint8)
+    return np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]]
 
 
 def _count_breaks(text: str) -> int:
