@@ -3,14 +3,23 @@
 import codecs
 import datetime as dt
 import gzip
+import json
 import math
 import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import cramjam
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +31,14 @@ from lakemirror.errors import (
     UnreadableFileError,
     ValueParseError,
 )
-from lakemirror.landing import delimited
-from lakemirror.landing.delimited import ColumnDefinition, DelimitedFormat, read_delimited
+from lakemirror.landing import delimited, discover_tables
+from lakemirror.landing.delimited import (
+    ColumnDefinition,
+    DelimitedFormat,
+    open_delimited,
+    read_delimited,
+)
+from lakemirror.staging import Warehouse, ingest_table
 
 TABLE = "dbo.t"
 
@@ -562,9 +577,10 @@ def test_random_tables_survive_a_round_trip(tmp_path, table, trailing, bom, bloc
     assert result == {name: [row[index] for row in rows] for index, name in enumerate(names)}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=ONE_TMP_PATH)
-@given(table=tables(), data=st.data())
-def test_random_bad_value_is_reported_on_its_line(tmp_path, table, data):
+def bad_value_file(tmp_path, table, data) -> tuple[Path, DelimitedFormat, list[ColumnDefinition],
+                                                  str]:
+    """A random table's file with 'bad' in its Int32 column on one row, and the words that must
+    name that row's line."""
     fmt, writer, names, rows = table
     if not writer.quote:  # an escaped CR next to an LF is one line break for an editor
         rows = [[value if value is None else writer.writable(value.replace("\r", ""))
@@ -573,7 +589,287 @@ def test_random_bad_value_is_reported_on_its_line(tmp_path, table, data):
     bad = data.draw(st.integers(0, len(rows) - 1))
     rows[bad][-1] = "bad"
     content, starts = render(writer, [*names, "n"], rows, trailing=True, bom=False)
+    return (write(tmp_path, content), fmt, [*strings(*names), ColumnDefinition("n", "Int32")],
+            f"line {starts[bad]}, column 'n': 'bad' is not a valid Int32")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=ONE_TMP_PATH)
+@given(table=tables(), data=st.data())
+def test_random_bad_value_is_reported_on_its_line(tmp_path, table, data):
+    path, fmt, columns, words = bad_value_file(tmp_path, table, data)
+    assert words in failure(path, fmt, columns, kind=ValueParseError)
+
+
+# -- streaming: pieces, blocks and re-reads ----------------------------------------------------
+
+@contextmanager
+def tiny(chunk: int, block: int = 16) -> Iterator[None]:
+    """Decode and adjust `chunk` bytes at a time, and parse blocks of `block` bytes."""
+    with mock.patch.object(delimited, "_TEXT_CHUNK", chunk), \
+            mock.patch.object(delimited, "_BLOCK_SIZE", block):
+        yield
+
+
+PIECES_CASES = [  # every cut between two bytes is a cut between two pieces when chunk is 1
+    ("crlf in and around quotes", 'a,b\r\n1,"x\r\ny\nz\rw"\r\n"2",""\r\n3,\r\n', DelimitedFormat(),
+     {"a": ["1", "2", "3"], "b": ["x\r\ny\nz\rw", "", None]}),
+    ("quotes spanning pieces", 'a,b\r\n"p,q\r\n""r""",s\r\n', DelimitedFormat(),
+     {"a": ['p,q\r\n"r"'], "b": ["s"]}),
+    ("multi-byte characters", 'a,b\r\né€,"𝄞\r\né"\r\n', DelimitedFormat(),
+     {"a": ["é€"], "b": ["𝄞\r\né"]}),
+    ("utf-16 surrogate pairs", 'a,b\r\n𝄞é,"𝄞\r\n𝄞"\r\n'.encode("utf-16"),
+     DelimitedFormat(encoding="utf-16"), {"a": ["𝄞é"], "b": ["𝄞\r\n𝄞"]}),
+    ("escape characters at every position",
+     "a,b\r\nx\\,y,\\\\\r\n\\N,N\\\\\\N\r\nz\\\r\n,\\\n\r\n",
+     DelimitedFormat(quote_character="", null_value="\\N"),
+     {"a": ["x,y", None, "z\r\n"], "b": ["\\", "N\\N", "\n"]}),
+    ("empty lines", "a\n1\n\n\n2\n", DelimitedFormat(row_separator="\n"),
+     {"a": ["1", None, None, "2"]}),
+    ("row separators inside quotes", 'a,b\r\n1,"\r\n\r\n\r\n"\r\n,\r\n', DelimitedFormat(),
+     {"a": ["1", None], "b": ["\r\n\r\n\r\n", None]}),
+    ("cr rows, lf in values", "a,b\r1,x\ny\r2,\nq\r", DelimitedFormat(row_separator="\r"),
+     {"a": ["1", "2"], "b": ["x\ny", "\nq"]}),
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+@pytest.mark.parametrize(("case", "content", "fmt", "values"), PIECES_CASES,
+                         ids=[case[0] for case in PIECES_CASES])
+def test_text_read_in_tiny_pieces_reads_the_same(tmp_path, chunk, case, content, fmt, values):
     path = write(tmp_path, content)
-    message = failure(path, fmt, [*strings(*names), ColumnDefinition("n", "Int32")],
-                      kind=ValueParseError)
-    assert f"line {starts[bad]}, column 'n': 'bad' is not a valid Int32" in message
+    assert read(path, fmt) == values
+    with tiny(chunk):
+        assert read(path, fmt) == values
+
+
+ERRORS_IN_PIECES = [
+    ('a,b\r\n1,"x\r\ny"\r\n2,"p\nq\rr"\r\n"3","\r\n"\r\nbad,z\r\n',
+     [ColumnDefinition("a", "Int32"), ColumnDefinition("b", "String")], ValueParseError,
+     "line 9, column 'a': 'bad' is not a valid Int32"),
+    ('a,b\r\n1,"p\r\nq"\r\n2,x,y\r\n3,z\r\n', None, UnreadableFileError,
+     "line 4: 2 fields expected, as in the header, but 3 found: '2,x,y'"),
+    ('a,b\r\n1,x\r\n2,"y\r\n', None, UnreadableFileError,
+     "line 3: a quoted field is still open at the end of the file"),
+    (b'a\r\n"x\r\ny"\r\n\xff\r\n', None, UnreadableFileError,
+     "line 4: bytes b'\\xff' at offset 11 are not valid utf-8"),
+    (b"a\r\n\xc3\xa9\r\n\xe2\x82\r\n", None, UnreadableFileError,
+     "line 3: bytes b'\\xe2\\x82' at offset 7 are not valid utf-8"),
+    ("a\r\nx\\", None, UnreadableFileError, "the file ends with an escape character"),
+    ('a,b\r\n1,"\r\n\r\n"\r\n\r\n\r\n3,4\r\n', None, UnreadableFileError,
+     "line 5: 2 fields expected, as in the header, but 1 found: ''"),
+]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7])
+@pytest.mark.parametrize(("content", "columns", "kind", "words"), ERRORS_IN_PIECES)
+def test_errors_read_in_tiny_pieces_name_the_same_line(tmp_path, chunk, content, columns, kind,
+                                                       words):
+    path = write(tmp_path, content)
+    assert words in failure(path, columns=columns, kind=kind)
+    with tiny(chunk):
+        assert words in failure(path, columns=columns, kind=kind)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3])
+def test_undecodable_utf16_read_in_tiny_pieces(tmp_path, chunk):
+    path = write(tmp_path, "a\r\n𝄞\r\n".encode("utf-16") + b"\x00")
+    with tiny(chunk):
+        message = failure(path, DelimitedFormat(encoding="utf-16"))
+    assert "line 3: bytes b'\\x00' at offset 16 are not valid utf-16" in message
+
+
+def test_utf16_without_byte_order_mark_reads_in_machine_order(tmp_path):
+    content = "a\r\né𝄞\r\n".encode("utf-16-le" if sys.byteorder == "little" else "utf-16-be")
+    with tiny(1):
+        assert read(write(tmp_path, content), DelimitedFormat(encoding="utf-16")) == {
+            "a": ["é𝄞"]}
+
+
+def streamed(path: Path, fmt=DelimitedFormat(), columns=None, *,
+             during: Callable[[list[pa.RecordBatch]], None] = lambda got: None,
+             max_rows: int | None = None) -> list[pa.RecordBatch]:
+    """The batches of the file, calling `during` before each is taken."""
+    got: list[pa.RecordBatch] = []
+    for batch in open_delimited(path, fmt, columns, table=TABLE).batches(max_rows=max_rows):
+        during(got)
+        got.append(batch)
+    return got
+
+
+def test_rows_stream_in_batches_before_a_late_error(tmp_path):
+    path = write(tmp_path, "a\r\n" + "".join(f"{i}\r\n" for i in range(3000)) + "x\r\n")
+    got: list[pa.RecordBatch] = []
+    with tiny(1 << 20, 1024), pytest.raises(ValueParseError, match="line 3002, column 'a'"):
+        streamed(path, columns=[ColumnDefinition("a", "Int32")], during=got.extend,
+                 max_rows=100)
+    assert got and max(batch.num_rows for batch in got) <= 100
+
+
+def test_a_stand_in_character_late_in_the_file_makes_a_re_read_that_skips_rows_handed_on(
+        tmp_path):
+    rows = [(str(i), f"{i}\n") for i in range(5000)] + [("5000", "\ue000\ue001\ue002\ue003\n")]
+    path = write(tmp_path, "a,b\r\n" + "".join(f'{a},"{b}"\r\n' for a, b in rows))
+    scanned = delimited._Reader._scanned_swaps
+    handed_on: list[int] = []  # rows handed on when the text was scanned for stand-ins
+    taken = [0]
+
+    def scan(reader: delimited._Reader) -> delimited._Swaps:
+        handed_on.append(taken[0])
+        return scanned(reader)
+
+    def during(got: list[pa.RecordBatch]) -> None:
+        taken[0] = sum(batch.num_rows for batch in got)
+
+    with tiny(1024, 256), mock.patch.object(delimited._Reader, "_scanned_swaps", scan):
+        got = streamed(path, during=during)
+    assert len(handed_on) == 1 and handed_on[0] > 0
+    assert pa.Table.from_batches(got).to_pydict() == {"a": [a for a, _ in rows],
+                                                      "b": [b for _, b in rows]}
+
+
+def test_re_reads_skip_the_rows_already_handed_on(tmp_path):
+    """A row longer than a block late in the file, then a stand-in character."""
+    rows = [(str(i), "x\ny") for i in range(3000)] + [("3000", "long\n" * 400)] + [
+        (str(i), "z") for i in range(3001, 30000)] + [("30000", "\ue000\ue001\ue002")]
+    path = write(tmp_path, "a,b\r\n" + "".join(f'{a},"{b}"\r\n' for a, b in rows))
+    attempt = delimited._Reader._attempt
+    attempts: list[tuple[int, int]] = []  # block size, rows handed on before
+
+    def spied(reader, parse, block_size, done):
+        attempts.append((block_size, done.rows))
+        return attempt(reader, parse, block_size, done)
+
+    with tiny(1024, 256), mock.patch.object(delimited._Reader, "_attempt", spied):
+        got = streamed(path)
+    assert attempts[0] == (256, 0) and attempts[-1][0] > 256
+    assert any(0 < rows < 3000 for _, rows in attempts)  # the long row, after rows went on
+    assert attempts[-1][1] > 3000  # the stand-in, after the long row went on
+    assert pa.Table.from_batches(got).to_pydict() == {"a": [a for a, _ in rows],
+                                                      "b": [b for _, b in rows]}
+
+
+def test_the_header_row_may_be_longer_than_a_block(tmp_path):
+    names = [f"column_{i}" for i in range(40)]
+    path = write(tmp_path, ",".join(names) + "\r\n" + ",".join(map(str, range(40))) + "\r\n")
+    with tiny(7, 64):
+        assert read(path) == {name: [str(i)] for i, name in enumerate(names)}
+
+
+@pytest.mark.parametrize(("name", "limit", "words"), [
+    ("data.csv", 20, "holds more than 20 bytes, the most"),
+    ("data.csv.gz", 20, "holds more than 20 bytes once decompressed"),
+])
+def test_max_text_bytes_still_caps_a_file(tmp_path, monkeypatch, name, limit, words):
+    content = b"a\r\n" + b"1\r\n" * 20
+    path = write(tmp_path, gzip.compress(content) if name.endswith(".gz") else content, name)
+    monkeypatch.setenv(delimited.MAX_TEXT_BYTES, str(limit))
+    with tiny(4):
+        message = failure(path)
+    assert words in message and delimited.MAX_TEXT_BYTES in message
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=ONE_TMP_PATH)
+@given(table=tables(), trailing=st.booleans(), bom=st.booleans(),
+       chunk=st.sampled_from([1, 2, 3, 5, 8]), block=st.sampled_from([16, 64]))
+def test_random_tables_read_alike_in_tiny_pieces_and_blocks(tmp_path, table, trailing, bom,
+                                                             chunk, block):
+    fmt, writer, names, rows = table
+    content, _ = render(writer, names, rows, trailing, bom)
+    path = write(tmp_path, content)
+    with tiny(chunk, block):
+        result = read(path, fmt)
+    assert result == {name: [row[index] for row in rows] for index, name in enumerate(names)}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=ONE_TMP_PATH)
+@given(table=tables(), data=st.data(), chunk=st.sampled_from([1, 3, 8]))
+def test_random_bad_value_in_tiny_pieces_is_reported_on_its_line(tmp_path, table, data, chunk):
+    path, fmt, columns, words = bad_value_file(tmp_path, table, data)
+    with tiny(chunk, 16):
+        assert words in failure(path, fmt, columns, kind=ValueParseError)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.none() | st.text(alphabet="ab\r\n", max_size=6), max_size=8),
+       start=st.integers(0, 3))
+def test_line_breaks_in_a_column_are_counted_as_value_by_value(values, start):
+    column = pa.array(values, pa.string()).slice(min(start, len(values)))
+    expected = sum(len(re.findall(r"\r\n|\r|\n", value or "")) for value in column.to_pylist())
+    assert delimited._breaks(column) == expected
+
+
+# -- streaming into staging --------------------------------------------------------------------
+
+CSV_METADATA = {"keyColumns": ["id"], "FileFormat": "CSV", "SchemaDefinition": {"Columns": [
+    {"Name": "id", "DataType": "Int64", "IsNullable": False},
+    {"Name": "note", "DataType": "String"}, {"Name": "amount", "DataType": "Double"},
+    {"Name": "day", "DataType": "IDate"}]}}
+
+
+def csv_table(zone: Path, rows: Iterator[bytes]) -> Path:
+    """A CSV table folder in `zone` whose first change file holds a header and `rows`."""
+    folder = zone / "Csv"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(json.dumps(CSV_METADATA))
+    path = folder / "00000000000000000001.csv"
+    with path.open("wb") as file:
+        file.write(b"id,note,amount,day,__rowMarker__\r\n")
+        file.writelines(rows)
+    return path
+
+
+def test_a_file_failing_after_rows_went_to_staging_stages_none_of_them(tmp_path):
+    rows = (b'%d,"line\nbreak",%d.5,2025-06-17,0\r\n' % (i, i) for i in range(20_000))
+    csv_table(tmp_path / "zone", chain(rows, [b"20000,x,lots,2025-06-17,0\r\n"]))
+    [table] = discover_tables(tmp_path / "zone")
+    warehouse = Warehouse(tmp_path / "wh")
+    typed: list[int] = []
+    original = delimited._Reader._typed
+
+    def spied(*args: Any) -> pa.RecordBatch:
+        typed.append(1)
+        return original(*args)
+
+    with mock.patch.object(delimited, "_BLOCK_SIZE", 4096), \
+            mock.patch.object(delimited._Reader, "_typed", spied):
+        failed = ingest_table(table, warehouse)
+    assert len(typed) > 10  # batches went to the staging writer before the bad row was met
+    assert (failed.status, failed.error_type) == ("failed", "ValueParseError")
+    assert "line 40002, column 'amount': 'lots' is not a valid Double" in failed.error
+    assert not DeltaTable.is_deltatable(str(warehouse.staging_path("dbo", "csv")))
+
+
+MEMORY_CHECK = """
+import json, resource, sys
+from pathlib import Path
+import deltalake, pyarrow.csv  # imported before the idle figure, as staging has them
+from lakemirror.landing import discover_tables
+from lakemirror.staging import Warehouse, ingest_table
+idle = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+[table] = discover_tables(Path(sys.argv[1]))
+result = ingest_table(table, Warehouse(Path(sys.argv[2])))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"status": result.status, "error": result.error, "rows": result.staged_rows,
+                  "above_idle": (peak - idle) * 1024}))
+"""
+
+
+def test_staging_a_csv_twice_the_memory_bound_stays_under_it(tmp_path):
+    """Reading the file whole takes its size for the text alone, and several times that to
+    parse it; streaming it takes the same few hundred megabytes whatever its size."""
+    size, bound = 768 << 20, 384 << 20
+    block = b"".join(b'%d,"a note, with a comma\nand a line break",%d.25,2025-06-%02d,0\r\n'
+                     % (i, i, 1 + i % 28) for i in range(16_000))
+    copies = size // len(block)
+    zone, warehouse = tmp_path / "zone", tmp_path / "wh"
+    try:
+        csv_table(zone, (block for _ in range(copies)))
+        finished = subprocess.run([sys.executable, "-c", MEMORY_CHECK, str(zone), str(warehouse)],
+                                  capture_output=True, text=True, check=True, timeout=600)
+        result = json.loads(finished.stdout)
+        assert (result["status"], result["error"]) == ("replicating", None)
+        assert result["rows"] == 16_000 * copies
+        assert result["above_idle"] < bound, result
+    finally:
+        shutil.rmtree(zone, ignore_errors=True)
+        shutil.rmtree(warehouse, ignore_errors=True)
