@@ -11,7 +11,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from lakemirror.engine.spark import end_spark_session
+from lakemirror.engine.spark import prepare_spark_session
 from lakemirror.errors import ConfigError
 from lakemirror.parsed_projects import parsed_manifest
 
@@ -117,13 +117,13 @@ _warm_warehouse: list[str | None] = [None]  # whose sessions the last warm invoc
 
 
 def _release_sessions(warehouse: str | None, *, warm: bool) -> None:
-    """End the engine sessions an earlier invocation left open (their catalog state would leak
-    into this one), except those a warm caller keeps for the same warehouse: a warehouse never
-    sees another's catalog, whatever the engine."""
+    """Clear the engine sessions an earlier invocation left open (their catalog state would
+    leak into this one), except those a warm caller keeps for the same warehouse: a warehouse
+    never sees another's catalog, whatever the engine."""
     keep = warm and warehouse == _warm_warehouse[0]
     if not keep:
         close_connect_sessions()
-    end_spark_session(keep_for=warehouse if keep else None)
+    prepare_spark_session(warehouse, warm=keep)
     _warm_warehouse[0] = warehouse if warm else None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -95,6 +96,26 @@ def service(tmp_path: Path, zone: Zone, target: str) -> MirrorService:
     zone.root.mkdir(parents=True, exist_ok=True)
     project = copy_project(tmp_path / "project")
     return MirrorService(zone.root, tmp_path / "warehouse", project, target=target, quiet=True)
+
+
+def spark_session() -> Any:
+    """This process's Spark session: the one the last `spark` dbt invocation ran on, else a new
+    one with Delta Lake, marked as lakemirror's for no warehouse (so the next invocation ends
+    it) and with its warehouse folder out of the way."""
+    from pyspark.sql import SparkSession
+
+    from lakemirror.engine.spark import SESSION_MARK
+
+    session = SparkSession._instantiatedSession
+    if session is not None and session.sparkContext._jsc is not None:
+        return session
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)  # an embedded run's Connect mark
+    return SparkSession.builder.config(map={
+        "spark.driver.extraClassPath": f"{os.environ.get('LAKEMIRROR_DELTA_JARS', '')}/*",
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": tempfile.mkdtemp(prefix="spark-warehouse-"),
+        SESSION_MARK: "", "spark.ui.enabled": "false", "spark.log.level": "ERROR"}).getOrCreate()
 
 
 def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:

@@ -16,21 +16,25 @@ pytestmark = pytest.mark.slow
 M = ROW_MARKER
 
 
+# A typed TSV table: tab-separated, \n rows, NULL for NULL.
+TSV_METADATA = {
+    "keyColumns": ["id"], "FileFormat": "DelimitedText", "FileExtension": "tsv",
+    "FileFormatTypeProperties": {"ColumnSeparator": "\t", "RowSeparator": "\n",
+                                 "NullValue": "NULL"},
+    "SchemaDefinition": {"Columns": [
+        {"Name": "id", "DataType": "Int64", "IsNullable": False},
+        {"Name": "note", "DataType": "String"},
+        {"Name": "amount", "DataType": "Double"},
+        {"Name": "paid", "DataType": "Boolean"},
+        {"Name": "day", "DataType": "IDate"},
+        {"Name": "at", "DataType": "DateTime"},
+    ]}}
+
+
 def test_typed_tsv_with_quotes_nulls_and_compression_matches_reference(zone, service):
     folder = zone.root / "Sales.schema" / "Orders"
     folder.mkdir(parents=True)
-    (folder / "_metadata.json").write_text(json.dumps({
-        "keyColumns": ["id"], "FileFormat": "DelimitedText", "FileExtension": "tsv",
-        "FileFormatTypeProperties": {"ColumnSeparator": "\t", "RowSeparator": "\n",
-                                     "NullValue": "NULL"},
-        "SchemaDefinition": {"Columns": [
-            {"Name": "id", "DataType": "Int64", "IsNullable": False},
-            {"Name": "note", "DataType": "String"},
-            {"Name": "amount", "DataType": "Double"},
-            {"Name": "paid", "DataType": "Boolean"},
-            {"Name": "day", "DataType": "IDate"},
-            {"Name": "at", "DataType": "DateTime"},
-        ]}}))
+    (folder / "_metadata.json").write_text(json.dumps(TSV_METADATA))
     (folder / "00000000000000000001.tsv").write_text(
         "id\tnote\tamount\tpaid\tday\tat\t__rowMarker__\n"
         '1\t"tab\there, \\"quoted\\"\nand a newline"\t1.5\ttrue\t2024-01-31\t2024-01-31 10:00:00\t0\n'

@@ -43,19 +43,22 @@ def publish(zone, folder, files, first_sequence=1):
         zone.write(folder, sequence, rows, file_schema)
 
 
+# Three files of a table keyed by id: columns added, missing and widened.
+EVOLVING_FILES = [
+    ([{"id": 1, "a": 1, "s": "x", M: 0}, {"id": 2, "a": 2, "s": "y", M: 0}],
+     schema(("id", pa.int64()), ("a", pa.int32()), ("s", pa.string()))),
+    # a widens to long, s goes missing (the update of 1 reads NULL there), f is new
+    ([{"id": 1, "a": 3_000_000_000, "f": 1.5, M: 1}, {"id": 3, "a": 3, "f": 2.5, M: 0}],
+     schema(("id", pa.int64()), ("a", pa.int64()), ("f", pa.float32()))),
+    # a narrower again (cast up), s is back, f widens to double
+    ([{"id": 2, "a": 4, "s": "z", "f": 1e300, M: 4}, {"id": 4, "a": 5, "s": "w", M: 0}],
+     schema(("id", pa.int64()), ("a", pa.int32()), ("s", pa.string()), ("f", pa.float64()))),
+]
+
+
 def test_added_missing_and_widened_columns_flow_into_the_mirror(zone, service):
     zone.table("T", ["id"])
-    files = [
-        ([{"id": 1, "a": 1, "s": "x", M: 0}, {"id": 2, "a": 2, "s": "y", M: 0}],
-         schema(("id", pa.int64()), ("a", pa.int32()), ("s", pa.string()))),
-        # a widens to long, s goes missing (the update of 1 reads NULL there), f is new
-        ([{"id": 1, "a": 3_000_000_000, "f": 1.5, M: 1}, {"id": 3, "a": 3, "f": 2.5, M: 0}],
-         schema(("id", pa.int64()), ("a", pa.int64()), ("f", pa.float32()))),
-        # a narrower again (cast up), s is back, f widens to double
-        ([{"id": 2, "a": 4, "s": "z", "f": 1e300, M: 4}, {"id": 4, "a": 5, "s": "w", M: 0}],
-         schema(("id", pa.int64()), ("a", pa.int32()), ("s", pa.string()),
-                ("f", pa.float64()))),
-    ]
+    files = EVOLVING_FILES
     for sequence, (rows, file_schema) in enumerate(files, 1):
         zone.write("T", sequence, rows, file_schema)
         [status] = service.run()

@@ -8,7 +8,6 @@ paths of the final tables as JSON: {"dbo.bench1": path, ...}.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,7 +17,6 @@ from lakemirror.bench.deltars_direct import run_deltars
 from lakemirror.bench.floor import run_floor
 
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles")
-DELTA_JARS = "LAKEMIRROR_DELTA_JARS"
 
 
 def table_folders(zone: Path) -> list[Path]:
@@ -63,7 +61,14 @@ def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS) -> Pa
 
 
 def run_spark(zone: Path, out: Path) -> dict[str, str]:
-    return run_lakemirror(zone, out, target="spark")
+    """`lakemirror run --target spark`; the JVM is stopped and waited for before the process
+    exits, so the bench's peak memory is the larger of the Python and the JVM processes'."""
+    from lakemirror.engine.spark import shut_down_spark
+
+    try:
+        return run_lakemirror(zone, out, target="spark")
+    finally:
+        shut_down_spark()
 
 
 CONTENDERS: dict[str, Callable[[Path, Path], dict[str, str]]] = {
@@ -76,9 +81,9 @@ CONTENDERS: dict[str, Callable[[Path, Path], dict[str, str]]] = {
 
 def skip_reason(name: str) -> str | None:
     """Why a contender cannot run on this machine, or None."""
-    if name == "spark" and not os.environ.get(DELTA_JARS):
-        return f"{DELTA_JARS} is not set (Delta's jars come only from Maven)"
-    return None
+    from lakemirror.engine.spark import spark_unavailable
+
+    return spark_unavailable() if name == "spark" else None
 
 
 def main() -> None:

@@ -11,10 +11,10 @@ from lakemirror.engine.sail import (
     start_background,
     stop_background,
 )
-from lakemirror.engine.spark import end_spark_session, spark_unavailable
+from lakemirror.engine.spark import end_spark_session, prepare_spark_session, spark_unavailable
 from lakemirror.engine.watchdog import DEFAULT_ENGINE_TIMEOUT, Watch, WatchedEngine, watchdog
 
 __all__ = ["DEFAULT_ENGINE_TIMEOUT", "DEFAULT_PORT", "BackgroundProcess", "ChildEngine",
            "EngineAddress", "Watch", "WatchedEngine", "background_engine", "background_process",
-           "end_spark_session", "spark_unavailable", "start_background", "stop_background",
-           "watchdog"]
+           "end_spark_session", "prepare_spark_session", "spark_unavailable", "start_background",
+           "stop_background", "watchdog"]

@@ -2,10 +2,13 @@
 
 A SparkContext's static settings (catalog, warehouse dir) are fixed when it starts, and dbt-spark
 reuses a running session. So the session lakemirror's profile starts is marked with the warehouse
-it serves (`spark.lakemirror.warehouse`), and each dbt invocation ends it first (a warm caller
-keeps it while the warehouse is the same): a warehouse never talks to another's catalog. Its
-catalog lives in memory, like the embedded engine's, and is attached from the warehouse's
-relation registry on every invocation. A session started by someone else is left alone.
+it serves (`spark.lakemirror.warehouse`), and a dbt invocation for another warehouse ends it
+first: a warehouse never talks to another's catalog. Its catalog lives in memory, like the
+embedded engine's, and is attached from the warehouse's relation registry on every invocation;
+for the same warehouse the session (and its warm Delta caches) is kept, with its catalog's
+tables forgotten first (their data stays), so each invocation sees the registry as a new process
+would. A warm caller (`run --watch`) keeps the catalog too. A session started by someone else is
+left alone.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 DELTA_JARS = "LAKEMIRROR_DELTA_JARS"
 DELTA_PACKAGES = "LAKEMIRROR_DELTA_PACKAGES"
@@ -40,21 +44,82 @@ def spark_unavailable(environ: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def end_spark_session(*, keep_for: str | None = None) -> None:
-    """End the in-process Spark session lakemirror's profile started, unless it serves the
-    warehouse `keep_for`; the next statement then starts one with the right settings. Also
+def prepare_spark_session(warehouse: str | None, *, warm: bool) -> None:
+    """Before a dbt invocation for `warehouse`: end the in-process Spark session lakemirror's
+    profile started for another warehouse (the next statement starts one with the right
+    settings); for the same one, forget its catalog's tables unless the caller is warm. Also
     forget that a Spark Connect session ran here: pyspark marks the process Connect-only
     (SPARK_CONNECT_MODE_ENABLED), and would refuse a classic session (it sets the mark again
     whenever a Connect session is made)."""
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    if "pyspark.sql" not in sys.modules:  # nothing started one; importing pyspark is slow
+    _quiet_error_loggers()
+    session = _lakemirror_session()
+    if session is None:
         return
+    if session.sparkContext.getConf().get(SESSION_MARK) != warehouse:
+        session.stop()
+    elif not warm:
+        forget_tables(session)
+
+
+def end_spark_session() -> None:
+    """End the in-process Spark session lakemirror's profile started, if one runs."""
+    session = _lakemirror_session()
+    if session is not None:
+        session.stop()
+
+
+def shut_down_spark() -> None:
+    """End lakemirror's Spark session and its JVM, and wait for the JVM to exit."""
+    end_spark_session()
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        process.stdin.close()  # the JVM exits when its stdin closes
+        process.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+def forget_tables(session: Any) -> None:
+    """Drop the catalog's external tables and views (their data stays: the catalog only points
+    at it); a table whose data lives in the catalog's own folder is left alone."""
+    for database in session.catalog.listDatabases():
+        for table in session.catalog.listTables(database.name):
+            if table.tableType in ("EXTERNAL", "VIEW") and not table.isTemporary:
+                kind = "view" if table.tableType == "VIEW" else "table"
+                session.sql(f"drop {kind} if exists {_quoted(database.name)}.{_quoted(table.name)}")
+
+
+def _quiet_error_loggers() -> None:
+    """PySpark 4 also logs every SQL error it raises, as JSON with the Java stack, on stderr;
+    dbt reports the error already, so those loggers are kept quiet."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _lakemirror_session() -> Any:
+    """The running Spark session lakemirror's profile started, or None."""
+    if "pyspark.sql" not in sys.modules:  # nothing started one; importing pyspark is slow
+        return None
     from pyspark.sql import SparkSession
 
     session = SparkSession._instantiatedSession
     if session is None or session.sparkContext._jsc is None:
-        return
-    warehouse = session.sparkContext.getConf().get(SESSION_MARK)
-    if warehouse is None or (keep_for is not None and warehouse == keep_for):
-        return
-    session.stop()
+        return None
+    return session if session.sparkContext.getConf().contains(SESSION_MARK) else None
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
