@@ -14,10 +14,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakemirror.errors import EngineError
+from lakemirror.errors import DEBUG_VARIABLE, EngineError
 
 DEFAULT_PORT = 50051
 HOST = "127.0.0.1"
+LOG_VARIABLE = "LAKEMIRROR_LOG"  # set (or --debug): the engine's own log lines reach stderr
+
+
+def engine_log_shown() -> bool:
+    return bool(os.environ.get(LOG_VARIABLE) or os.environ.get(DEBUG_VARIABLE))
 
 
 @dataclass(frozen=True)
@@ -33,13 +38,15 @@ class EngineAddress:
 class ChildEngine:
     """A Sail server in a child process: a crash inside the engine (a segfault in native
     code) then fails the tables it was working on instead of this process, and the child
-    ends with this process (it exits when its stdin closes)."""
+    ends with this process (it exits when its stdin closes). Its log is kept for the error
+    message, and shown only when asked for (`--debug`, `LAKEMIRROR_LOG`)."""
 
     def __init__(self, *, timeout: float = 60.0) -> None:
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", "0", "--with-parent"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=None if engine_log_shown() else self._log)
         assert self._process.stdout is not None
         ready, _, _ = select.select([self._process.stdout], [], [], timeout)
         line = self._process.stdout.readline() if ready else b""
