@@ -290,6 +290,19 @@ def test_a_recreated_folder_is_rebuilt_from_its_new_files(mirrored):
                                         drop=lambda name: name == M)
 
 
+def test_new_columns_are_added_in_place_and_widening_rewrites(mirrored):
+    """A new column: ALTER TABLE ADD COLUMNS on Spark, a zero-row MERGE WITH SCHEMA EVOLUTION
+    on the embedded engine (no rewrite either way); a widened one: one rewrite."""
+    def operations(table: str) -> list[str]:
+        history = DeltaTable(str(mirrored.service.warehouse / "dbo" / table)).history()
+        return [entry["operation"] for entry in reversed(history)]
+    spark = mirrored.service.target == "spark"
+    assert operations("odd")[1:] == ["ADD COLUMNS" if spark else "MERGE", "MERGE"]
+    # Evolve widens twice (int to long, float to double): two rewrites after its creation.
+    rewrite = "CREATE OR REPLACE TABLE AS SELECT" if spark else "WRITE"
+    assert operations("evolve").count(rewrite) == 2 + spark
+
+
 def test_delimited_text_matches_its_expected_rows(mirrored):
     assert multiset(mirrored.table("dbo", "tsv").to_pylist()) == multiset(TSV_EXPECTED)
 
