@@ -8,17 +8,19 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.delta.rows import query_table, read_control_table
 from lakemirror.errors import LandingZoneError
-from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.landing.zone import LandingZone, parse_json
-from lakemirror.staging import IngestResult, Warehouse
+from lakemirror.staging.layout import Warehouse
 from lakemirror.status import TableStatus
+
+if TYPE_CHECKING:  # `lakemirror status` reads records without the ingest machinery
+    from lakemirror.staging.ingest import IngestResult
 
 PARTNER_EVENTS_FILE = "_partnerEvents.json"
 ErrorClass = Literal["user", "system"]
@@ -67,6 +69,8 @@ PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.st
 def monitor_record(result: IngestResult, status: TableStatus, previous: TableMonitor | None,
                    applied_position: int, *, applied_now: bool) -> TableMonitor:
     """This run's monitoring record of one table, accumulating the previous record's counts."""
+    from lakemirror.landing.changes import ROWS_PER_FILE
+
     synced = applied_now and status.status != "failed" and status.rows is not None
     return TableMonitor(
         schema=status.schema, table=status.table, status=status.status,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from lakemirror.staging import Status
+if TYPE_CHECKING:  # the ingest machinery is not needed to show a status
+    from lakemirror.staging.ingest import Status
 
 
 @dataclass(frozen=True)

@@ -160,3 +160,33 @@ def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_
 def test_status_before_any_run_says_so(tmp_path):
     result = run_cli("status", "--warehouse", str(tmp_path / "wh"))
     assert result.exit_code == 0 and result.output.strip() == "no tables mirrored yet"
+
+
+STATUS_THEN_MODULES = """
+import sys
+from lakemirror.cli.main import cli
+try:
+    cli(["status", "--warehouse", sys.argv[1]])
+except SystemExit:
+    pass
+print(sorted({name.split(".")[0] for name in sys.modules} & {"pysail", "pyspark", "dbt"}),
+      sorted(name for name in sys.modules if name.startswith("lakemirror.staging.ingest")
+             or name.startswith("lakemirror.landing.changes")))
+"""
+
+
+def test_status_reads_the_monitor_without_the_run_machinery(tmp_path):
+    """`lakemirror status` starts fast: it loads neither the engine, dbt, nor the ingest code."""
+    from lakemirror import monitor
+    from lakemirror.staging.layout import Warehouse
+
+    record = monitor.TableMonitor(
+        schema="dbo", table="t", status="replicating", last_sequence_applied=3, rows=7,
+        files_pending=0, processed_rows=9, processed_bytes=99, last_sync=None, error=None,
+        error_class=None, warnings=())
+    monitor.write_monitor(Warehouse(tmp_path / "wh"), [record])
+    shown = subprocess.run([sys.executable, "-c", STATUS_THEN_MODULES, str(tmp_path / "wh")],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "dbo" in shown.stdout and "replicating" in shown.stdout
+    assert shown.stdout.strip().splitlines()[-1] == "[] []"

@@ -1,16 +1,22 @@
 """Delta logs: the table-feature catalog, reader profiles, and protocol, properties and history
 of the warehouse's tables, read with `deltalake` on any engine."""
 
-from lakemirror.delta.features import FEATURES, FEATURES_BY_NAME, Protocol, TableFeature
-from lakemirror.delta.log import (
-    Commit,
-    TableLog,
-    WarehouseTable,
-    find_tables,
-    read_log,
-    select_table,
-)
-from lakemirror.delta.readers import PROFILES, ReaderProfile, Verdict, judge, profiles_named
+from typing import TYPE_CHECKING
+
+from lakemirror.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from lakemirror.delta.features import FEATURES, FEATURES_BY_NAME, Protocol, TableFeature
+    from lakemirror.delta.log import (
+        Commit, TableLog, WarehouseTable, find_tables, read_log, select_table,
+    )
+    from lakemirror.delta.readers import PROFILES, ReaderProfile, Verdict, judge, profiles_named
+
+__getattr__ = lazy_exports(__name__, {
+    "features": ("FEATURES", "FEATURES_BY_NAME", "Protocol", "TableFeature"),
+    "log": ("Commit", "TableLog", "WarehouseTable", "find_tables", "read_log", "select_table"),
+    "readers": ("PROFILES", "ReaderProfile", "Verdict", "judge", "profiles_named"),
+})
 
 __all__ = [
     "FEATURES", "FEATURES_BY_NAME", "PROFILES", "Commit", "Protocol", "ReaderProfile",
