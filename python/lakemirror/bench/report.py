@@ -6,9 +6,10 @@ import json
 from dataclasses import asdict, fields
 from typing import Any
 
-from lakemirror.bench.runner import BenchResult
+from lakemirror.bench.runner import BEST_DELTARS, BenchResult
 
-RATIOS = (("lakemirror", "delta-rs"), ("lakemirror", "floor"))
+RATIOS = tuple((name, other) for name in ("lakemirror", "lakemirror-warm")
+               for other in (BEST_DELTARS, "floor"))
 
 
 def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
@@ -18,6 +19,7 @@ def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
         "spec": spec,
         "change_rows": result.change_rows,
         "contenders": [asdict(contender) for contender in result.contenders],
+        "best_deltars": result.best_deltars(),
         "ratios": {f"{name}/{other}": result.ratio(name, other) for name, other in RATIOS},
         **extra,
     }, indent=2)
@@ -29,14 +31,15 @@ def bench_text(result: BenchResult) -> str:
              f"{spec.changes_per_file:,} changes; {result.change_rows:,} rows applied "
              f"(seed {spec.seed})",
              "",
-             f"{'contender':<12}{'seconds':>9}{'rows/s':>12}{'peak RSS MB':>13}  result"]
+             f"{'contender':<17}{'seconds':>9}{'rows/s':>12}{'peak RSS MB':>13}  result"]
     for contender in result.contenders:
         seconds = f"{contender.seconds:.2f}" if contender.seconds is not None else "-"
         rate = (f"{contender.rows_per_second:,.0f}"
                 if contender.rows_per_second is not None else "-")
         rss = f"{contender.peak_rss_mb:,.0f}" if contender.peak_rss_mb is not None else "-"
-        lines.append(f"{contender.name:<12}{seconds:>9}{rate:>12}{rss:>13}  {contender.message}")
+        lines.append(f"{contender.name:<17}{seconds:>9}{rate:>12}{rss:>13}  {contender.message}")
     lines.append("")
+    lines.append(f"{BEST_DELTARS}: {result.best_deltars() or '-'}")
     for name, other in RATIOS:
         ratio = result.ratio(name, other)
         lines.append(f"{name}/{other} time: " + (f"{ratio:.2f}" if ratio else "-"))

@@ -4,23 +4,21 @@ peak memory and verifies every final table against the expected one."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakemirror.bench.contenders import skip_reason
+from lakemirror.bench.contenders import DELTARS, PREPARATIONS, skip_reason
 from lakemirror.bench.generator import GeneratedTable, generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
+from lakemirror.bench.rusage import measure
 from lakemirror.bench.spec import BenchSpec
-from lakemirror.bench.verify import verify
+from lakemirror.bench.verification import verify
 from lakemirror.delta.rows import read_table
 
 VERIFY_SAMPLE = 1_000
@@ -43,12 +41,25 @@ class BenchResult:
     spec: BenchSpec
     change_rows: int
     contenders: tuple[ContenderResult, ...]
+    final_rows: Mapping[str, int] = field(default_factory=dict)  # rows of each final table
 
     def ratio(self, name: str, other: str) -> float | None:
-        """Time of `name` over time of `other` in this run, when both ran."""
-        times = {result.name: result.seconds for result in self.contenders}
+        """Time of `name` over time of `other` (a contender, or BEST_DELTARS) in this run,
+        when both ran and were verified."""
+        times = {result.name: result.seconds for result in self.contenders if result.verified}
+        if other == BEST_DELTARS:
+            other = self.best_deltars() or other
         first, second = times.get(name), times.get(other)
         return first / second if first and second else None
+
+    def best_deltars(self) -> str | None:
+        """The faster of the verified delta-rs contenders of this run."""
+        ran = [result for result in self.contenders
+               if result.name in DELTARS and result.verified and result.seconds]
+        return min(ran, key=lambda result: result.seconds or 0.0).name if ran else None
+
+
+BEST_DELTARS = "best delta-rs"
 
 
 def run_bench(spec: BenchSpec, directory: Path, contenders: Sequence[str],
@@ -69,19 +80,37 @@ def run_bench(spec: BenchSpec, directory: Path, contenders: Sequence[str],
             results.append(ContenderResult(name, message=f"skipped: {reason}"))
             continue
         progress(f"{name}: running")
-        results.append(_run_contender(name, template / "LandingZone", directory / name,
+        results.append(_run_contender(name, template / "LandingZone", workdir(directory, name),
                                       expected, change_rows))
         progress(f"{name}: {results[-1].seconds:.2f} s, {results[-1].message}")
-    return BenchResult(spec, change_rows, tuple(results))
+    return BenchResult(spec, change_rows, tuple(results),
+                       {name: table.num_rows for name, table in expected.items()})
 
 
 def _name(table: GeneratedTable) -> str:
     return f"dbo.{table.name.lower()}"
 
 
+def workdir(directory: Path, name: str) -> Path:
+    """Where contender `name` of the run in `directory` works: its zone is `LandingZone/`, its
+    output `out/`."""
+    return directory / name
+
+
 def _run_contender(name: str, zone: Path, workdir: Path, expected: dict[str, pa.Table],
                    change_rows: int) -> ContenderResult:
     shutil.copytree(zone, workdir / "LandingZone")
+    if name in PREPARATIONS:
+        prepared = workdir / "prepare"
+        prepared.mkdir()
+        *_, output = _measure([sys.executable, "-m", "lakemirror.bench.contenders", "--prepare",
+                               name, str(workdir / "LandingZone"), str(workdir / "out")],
+                              prepared)
+        if output is None:
+            return ContenderResult(name, verified=False,
+                                   message=f"preparation failed; see {prepared / 'stderr.log'}")
+        shutil.rmtree(workdir / "LandingZone")
+        shutil.copytree(zone, workdir / "LandingZone")
     seconds, peak_rss_mb, output = _measure(
         [sys.executable, "-m", "lakemirror.bench.contenders", name,
          str(workdir / "LandingZone"), str(workdir / "out")], workdir)
@@ -101,13 +130,9 @@ def _measure(command: list[str], workdir: Path) -> tuple[float, float, str | Non
     """Run `command`; its wall seconds, its peak RSS in MB, and its stdout (None if it failed)."""
     stdout, stderr = workdir / "stdout.log", workdir / "stderr.log"
     with stdout.open("w") as out, stderr.open("w") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    output = stdout.read_text() if process.returncode == 0 else None
-    return seconds, usage.ru_maxrss / 1024, output
+        usage = measure(command, workdir / "usage.json", stdout=out, stderr=err)
+    output = stdout.read_text() if usage.exit_code == 0 else None
+    return usage.seconds, usage.peak_rss_mb, output
 
 
 def read_final_table(path: Path) -> pa.Table:
