@@ -1,29 +1,43 @@
-"""`lakemirror bench` at smoke size: every contender reaches the verified final table, and the
-freshness, memory and plot measurements produce their figures. Times are never asserted."""
+"""`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
+figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
+the plot) is measured and reported. Times are never asserted."""
 
 import json
 
 import pytest
 from click.testing import CliRunner
 
+from lakemirror.bench.cli import bench as bench_command
 from lakemirror.cli.main import cli
 from lakemirror.engine import spark_unavailable
 
+DELTARS = ("delta-rs", "delta-rs-batched")
+MEASURED = ("lakemirror", "lakemirror-warm", *DELTARS, "floor")
+
 
 def bench(*args):
-    return CliRunner().invoke(cli, ["bench", "--smoke", *args], catch_exceptions=False)
+    return CliRunner().invoke(bench_command, ["--smoke", *args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """One smoke run of the whole benchmark, every figure on."""
+    result = bench("--json", "--dir", str(tmp_path_factory.mktemp("bench")))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def positive(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 @pytest.mark.slow
-def test_smoke_benchmark_verifies_every_contender_and_measures(tmp_path):
-    result = bench("--json", "--memory-gb", "0.02", "--dir", str(tmp_path))
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+def test_every_contender_is_verified_and_compared_with_the_best_deltars(report):
     contenders = {contender["name"]: contender for contender in report["contenders"]}
-    assert list(contenders) == ["lakemirror", "delta-rs", "floor", "spark"]
-    for name in ("lakemirror", "delta-rs", "floor"):
+    assert list(contenders) == [*MEASURED[:2], *DELTARS, "floor", "spark"]
+    for name in MEASURED:
         assert contenders[name]["verified"] is True, contenders[name]["message"]
-        assert contenders[name]["seconds"] > 0 and contenders[name]["peak_rss_mb"] > 0
+        assert positive(contenders[name]["seconds"]) and positive(contenders[name]["peak_rss_mb"])
         assert contenders[name]["rows_per_second"] == pytest.approx(
             report["change_rows"] / contenders[name]["seconds"])
     if spark_unavailable() is None:  # Delta's jars are here: Spark runs and is verified
@@ -32,18 +46,85 @@ def test_smoke_benchmark_verifies_every_contender_and_measures(tmp_path):
         assert contenders["spark"]["verified"] is None
         assert contenders["spark"]["message"].startswith("skipped: ")
     assert report["change_rows"] == 5_000 + 3 * 1_000
-    assert report["ratios"]["lakemirror/delta-rs"] == pytest.approx(
-        contenders["lakemirror"]["seconds"] / contenders["delta-rs"]["seconds"])
+    best = min(DELTARS, key=lambda name: contenders[name]["seconds"])
+    assert report["best_deltars"] == best
+    for name in MEASURED[:2]:
+        assert report["ratios"][f"{name}/best delta-rs"] == pytest.approx(
+            contenders[name]["seconds"] / contenders[best]["seconds"])
+        assert report["ratios"][f"{name}/floor"] == pytest.approx(
+            contenders[name]["seconds"] / contenders["floor"]["seconds"])
+
+
+@pytest.mark.slow
+def test_idle_run_is_timed_in_a_cold_process_with_a_complete_json(report):
+    idle = report["idle_run"]
+    assert idle["contender"] == "lakemirror-warm"
+    assert len(idle["seconds"]) == 1 and positive(idle["median"])
+    assert idle["complete"] is True, idle["message"]
+
+
+@pytest.mark.slow
+def test_freshness_and_memory_for_parquet_and_csv(report):
     assert len(report["freshness"]["seconds"]) == 3
     assert report["freshness"]["changes_per_file"] == 1_000
-    memory = report["memory"]
-    assert memory["rows"] > 0 and memory["peak_rss_mb"] > memory["idle_rss_mb"] > 0
+    assert all(positive(seconds) for seconds in report["freshness"]["seconds"])
+    for name, file_format in (("memory", "parquet"), ("memory_csv", "csv")):
+        memory = report[name]
+        assert memory["file_format"] == file_format
+        assert memory["rows"] > 0 and positive(memory["file_gb"])
+        assert memory["peak_rss_mb"] > memory["idle_rss_mb"] > 0
+        assert memory["above_idle_mb"] == pytest.approx(
+            memory["peak_rss_mb"] - memory["idle_rss_mb"])
+
+
+@pytest.mark.slow
+def test_wide_tables_are_timed_verified_and_compared(report):
+    wide = report["wide_tables"]
+    assert (wide["rows"], wide["changes"]) == (1_000, 100)
+    tables = {table["columns"]: table for table in wide["tables"]}
+    assert list(tables) == [10, 40]
+    for table in tables.values():
+        assert table["status"] == "replicating" and table["verified"], table["message"]
+        assert positive(table["seconds"])
+    assert wide["ratios"] == {"40/10": pytest.approx(tables[40]["seconds"]
+                                                      / tables[10]["seconds"])}
+
+
+@pytest.mark.slow
+def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report):
+    storage = report["storage"]
+    assert storage["files"] == 3 and storage["live_rows"] > 0 and positive(storage["live_bytes"])
+    assert storage["rebuild_verified"] is True, storage["rebuild_message"]
+    assert storage["rebuild_message"].startswith(f"{storage['live_rows']} rows match "
+                                                 f"({storage['live_rows']} compared)")
+    maintained = storage["maintenance"]
+    assert maintained["staged_rows_folded"] > maintained["snapshot_rows"] > 0
+    assert maintained["skipped"] == []
+    assert storage["staging"]["rows"] < storage["staging_before"]["rows"]
+    for table in ("staging", "mirrored"):
+        assert storage[table]["on_disk"] >= storage[table]["current"] > 0
+        assert storage[table]["rows"] >= storage["live_rows"]
+        for kind in ("on disk", "current"):
+            assert storage["ratios"][f"{table} {kind}/live"] == pytest.approx(
+                storage[table][kind.replace(" ", "_")] / storage["live_bytes"])
+
+
+def test_each_figure_can_be_turned_off(tmp_path):
+    result = bench("--contenders", "floor", "--no-freshness", "--no-idle", "--no-memory",
+                   "--no-wide", "--no-storage", "--json", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [contender["name"] for contender in report["contenders"]] == ["floor"]
+    assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
+    assert not {"idle_run", "freshness", "memory", "memory_csv", "wide_tables",
+                "storage"} & set(report)
 
 
 @pytest.mark.slow
 def test_plot_draws_a_png_from_a_sweep(tmp_path):
     plot = tmp_path / "bench.png"
-    result = bench("--contenders", "floor", "--no-freshness", "--plot", str(plot), "--json",
+    result = bench("--contenders", "floor", "--no-freshness", "--no-idle", "--no-memory",
+                   "--no-wide", "--no-storage", "--plot", str(plot), "--json",
                    "--dir", str(tmp_path / "run"))
     assert result.exit_code == 0, result.output
     sweeps = json.loads(result.output)["plot"]
@@ -52,11 +133,15 @@ def test_plot_draws_a_png_from_a_sweep(tmp_path):
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
-def test_bad_options_are_usage_errors(tmp_path):
+@pytest.mark.parametrize("command", [cli, bench_command], ids=["lakemirror", "module"])
+def test_bad_options_are_usage_errors(tmp_path, command):
+    prefix = ["bench"] if command is cli else []
     for args, message in ((["--contenders", "duckdb"], "unknown contender(s) duckdb"),
                           (["--op-mix", "update=lots"], "--op-mix part 'update=lots'"),
                           (["--op-mix", "update=0.5,delete=0.1"], "op_mix"),
                           (["--rows", "10"], "live keys")):
-        result = CliRunner().invoke(cli, ["bench", "--smoke", *args, "--dir", str(tmp_path)])
+        result = CliRunner().invoke(command, [*prefix, "--smoke", *args, "--dir", str(tmp_path)])
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output, (args, result.output)
+    result = CliRunner().invoke(bench_command, ["--wide-columns", "300,5"])
+    assert result.exit_code == 2 and "at least 11" in result.output, result.output

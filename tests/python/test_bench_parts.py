@@ -1,12 +1,17 @@
-"""Benchmark parts at smoke size: spec, generator, floor, delta-rs contender, verification."""
+"""Benchmark parts at smoke size: spec, generator, floor, delta-rs contenders, verification,
+ratios, the idle run's JSON check, wide tables, CSV files, the RSS launcher."""
 
 from __future__ import annotations
 
+import dataclasses
+import json as json_module
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -21,9 +26,16 @@ from lakemirror.bench import (
     generate_zone,
     read_changes,
     run_deltars,
+    run_deltars_batched,
     run_floor,
     verify,
 )
+from lakemirror.bench.figures import Figures
+from lakemirror.bench.idle_run import json_problem
+from lakemirror.bench.memory import csv_metadata, write_large_csv
+from lakemirror.bench.runner import BEST_DELTARS, BenchResult, ContenderResult
+from lakemirror.bench.rusage import measure
+from lakemirror.bench.wide import widen
 from lakemirror.reference import DELETE, INSERT, ROW_MARKER, UPDATE, UPSERT, apply_changes
 
 MARKER_OF = {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT}
@@ -145,6 +157,99 @@ def test_deltars_direct_equals_floor(smoke: GeneratedTable, tmp_path: Path) -> N
     result = verify(expected, table.to_pyarrow_table(), sample=None)
     assert result.ok, result.message
     assert result.compared_rows == expected.num_rows
+
+
+def test_deltars_batched_applies_all_changes_in_one_merge(smoke: GeneratedTable,
+                                                          tmp_path: Path) -> None:
+    expected = final_state(read_changes(smoke.files))
+    table = DeltaTable(run_deltars_batched(smoke.folder, tmp_path / "delta"))
+    assert table.version() == 1
+    assert [entry["operation"] for entry in table.history()] == ["MERGE", "WRITE"]
+    result = verify(expected, table.to_pyarrow_table(), sample=None)
+    assert result.ok, result.message
+
+
+def test_ratios_are_against_the_faster_verified_deltars() -> None:
+    def result(*times: tuple[str, float, bool]) -> BenchResult:
+        return BenchResult(BenchSpec.smoke(), 8_000, tuple(
+            ContenderResult(name, seconds, verified=ok) for name, seconds, ok in times))
+
+    run = result(("lakemirror", 6.0, True), ("delta-rs", 4.0, True),
+                 ("delta-rs-batched", 3.0, True), ("floor", 2.0, True))
+    assert run.best_deltars() == "delta-rs-batched"
+    assert run.ratio("lakemirror", BEST_DELTARS) == 2.0
+    assert run.ratio("lakemirror", "floor") == 3.0
+    unverified = result(("lakemirror", 6.0, True), ("delta-rs", 4.0, True),
+                        ("delta-rs-batched", 1.0, False))
+    assert unverified.best_deltars() == "delta-rs"
+    assert unverified.ratio("lakemirror", BEST_DELTARS) == 1.5
+    assert result(("lakemirror", 6.0, True)).ratio("lakemirror", BEST_DELTARS) is None
+
+
+STATUS = {"schema": "dbo", "table": "bench1", "status": "replicating", "last_sequence": 4,
+          "rows": 5273, "error": None, "note": None, "error_class": None, "warnings": []}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({}, ""),
+    ({"status": "degraded"}, "--json says {'status': 'degraded'"),
+    ({"rows": None}, "'rows': None"),
+    ({"last_sequence": 3}, "'last_sequence': 3"),
+    ({"note": ...}, "--json fields"),
+    ({"table": "other"}, "--json lists ['dbo.other']"),
+])
+def test_the_idle_runs_json_must_be_complete(change: dict[str, Any], message: str) -> None:
+    entry = {name: value for name, value in {**STATUS, **change}.items() if value is not ...}
+    stdout = json_module.dumps({"tables": [entry], "warnings": []})
+    problem = json_problem(0, stdout, "", {"dbo.bench1": (4, 5273)})
+    assert message in problem if message else problem == ""
+
+
+def test_a_failed_or_garbled_idle_run_is_reported() -> None:
+    assert json_problem(1, "", "error: boom\n", {}) == "exit code 1: error: boom"
+    assert json_problem(0, "nothing new", "", {}).startswith("--json is not a status report")
+
+
+def test_widen_adds_columns_before_the_marker_null_on_deletes(smoke: GeneratedTable) -> None:
+    changes = pq.read_table(smoke.files[1])
+    wide = widen(changes, 300, np.random.default_rng(1))
+    assert wide.num_columns == 301 and wide.column_names[-1] == ROW_MARKER
+    assert wide.column_names[:10] == changes.column_names[:10]
+    assert {wide.schema.field(name).type for name in wide.column_names[10:-1]} == {
+        pa.int64(), pa.float64(), pa.string()}
+    deletes = pc.equal(wide[ROW_MARKER], DELETE)
+    assert wide.filter(deletes)["c0300"].null_count == pc.sum(deletes).as_py() > 0
+    assert wide.filter(pc.invert(deletes))["c0300"].null_count == 0
+
+
+def test_large_csv_file_is_typed_by_its_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000001.csv"
+    rows = write_large_csv(path, 100_000)
+    assert path.stat().st_size >= 100_000 and rows > 0
+    columns = {column["Name"]: column["DataType"]
+               for column in csv_metadata()["SchemaDefinition"]["Columns"]}  # type: ignore[index]
+    assert columns == {"id": "Int64", "quantity": "Int32", "version": "Int64", "price": "Double",
+                       "code": "String", "note": "String", "active": "Boolean",
+                       "birth_date": "IDate", "updated_at": "DateTime", "balance": "String"}
+    assert path.read_text().splitlines()[0].replace('"', "").split(",") == list(columns)
+
+
+def test_peak_rss_is_the_commands_own_not_the_benchmarks(tmp_path: Path) -> None:
+    ballast = bytearray(300 * 1024 * 1024)
+    ballast[::4096] = b"\x01" * len(ballast[::4096])  # touched, so resident
+    usage = measure([sys.executable, "-c", "pass"], tmp_path / "usage.json")
+    assert usage.exit_code == 0 and usage.seconds > 0
+    assert 0 < usage.peak_rss_mb < 100
+    failed = measure([sys.executable, "-c", "raise SystemExit(3)"], tmp_path / "failed.json")
+    assert failed.exit_code == 3
+    del ballast
+
+
+def test_figures_smoke_sizes_and_chosen_options() -> None:
+    smoke = Figures.chosen(smoke=True, storage_files=None, wide_columns=(30,))
+    assert smoke == dataclasses.replace(Figures.smoke(), wide_columns=(30,))
+    assert Figures.chosen(smoke=False).storage_files == 100
+    assert Figures().memory_gb == Figures().csv_memory_gb == 2.0
 
 
 @pytest.fixture(scope="module")

@@ -7,45 +7,123 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lakemirror.bench.figures import Figures
 from lakemirror.bench.report import bench_json, bench_text
-from lakemirror.bench.runner import run_bench
+from lakemirror.bench.runner import BenchResult, run_bench, workdir
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.errors import ConfigError
 
-CONTENDER_NAMES = ("lakemirror", "delta-rs", "floor", "spark")
+CONTENDER_NAMES = ("lakemirror", "lakemirror-warm", "delta-rs", "delta-rs-batched", "floor",
+                   "spark")
+Progress = Callable[[str], None]
 
 
 def run_bench_command(*, rows: int | None, files: int | None, changes: int | None,
                       tables: int | None, op_mix: str | None, repeat_share: float | None,
                       seed: int | None, smoke: bool, contenders: str, freshness: bool,
-                      memory_gb: float, plot_file: Path | None, directory: Path,
-                      as_json: bool, progress: Callable[[str], None]) -> str:
-    """Run the benchmark the options ask for; returns the report (text or JSON)."""
+                      memory_gb: float | None, plot_file: Path | None, directory: Path,
+                      as_json: bool, progress: Progress, **figures: Any) -> str:
+    """Run the benchmark the options ask for; returns the report (text or JSON). `figures`
+    are Figures fields; those not given (or None) take the full or smoke defaults, but the
+    CSV file's size follows `memory_gb` when only that is given."""
+    if figures.get("csv_memory_gb") is None:
+        figures["csv_memory_gb"] = memory_gb
     spec = bench_spec(smoke=smoke, seed=seed, table_rows=rows, files=files,
                       changes_per_file=changes, tables=tables, repeat_share=repeat_share,
                       op_mix=parse_op_mix(op_mix) if op_mix else None)
+    chosen = Figures.chosen(smoke=smoke, freshness=freshness, memory_gb=memory_gb, **figures)
     names = contender_names(contenders)
     result = run_bench(spec, directory / "contenders", names, progress)
     extra: dict[str, Any] = {}
     text = [bench_text(result)]
-    if freshness:
-        from lakemirror.bench.freshness import measure_freshness
-
-        fresh = measure_freshness(directory / "freshness", spec, progress)
-        extra["freshness"] = dataclasses.asdict(fresh)
-        text.append(fresh.text())
-    if memory_gb > 0:
-        from lakemirror.bench.memory import measure_ingest_memory
-
-        memory = measure_ingest_memory(directory / "memory", memory_gb, progress)
-        extra["memory"] = dataclasses.asdict(memory)
-        text.append(memory.text())
+    for name, measure in FIGURES:
+        figure = measure(result, chosen, directory, progress)
+        if figure is not None:
+            extra[name], line = figure
+            text.append(line)
     if plot_file:
         from lakemirror.bench.plot import plot_sweep
 
         extra["plot"] = plot_sweep(spec, names, directory / "sweep", plot_file, progress)
         text.append(f"plot: {plot_file}")
     return bench_json(result, extra) if as_json else "\n\n".join(text)
+
+
+Figure = tuple[Any, str] | None  # (JSON value, text) of a figure measured, None when off
+
+
+def _idle(result: BenchResult, figures: Figures, directory: Path, progress: Progress) -> Figure:
+    """After the warm lakemirror contender (else the cold one), when one was verified."""
+    from lakemirror.bench.idle_run import measure_idle_run
+
+    verified = {contender.name for contender in result.contenders if contender.verified}
+    name = next((name for name in ("lakemirror-warm", "lakemirror") if name in verified), None)
+    if figures.idle_runs <= 0 or name is None:
+        return None
+    expected = {table: (result.spec.files + 1, rows) for table, rows in result.final_rows.items()}
+    idle = measure_idle_run(name, workdir(directory / "contenders", name), expected,
+                            figures.idle_runs, progress)
+    return {**dataclasses.asdict(idle), "median": idle.median}, idle.text()
+
+
+def _freshness(result: BenchResult, figures: Figures, directory: Path,
+               progress: Progress) -> Figure:
+    from lakemirror.bench.freshness import measure_freshness
+
+    if not figures.freshness:
+        return None
+    fresh = measure_freshness(directory / "freshness", result.spec, progress)
+    return dataclasses.asdict(fresh), fresh.text()
+
+
+def _memory(result: BenchResult, figures: Figures, directory: Path,
+            progress: Progress) -> Figure:
+    """Parquet under "memory" (as before), CSV under "memory_csv"; each with its size."""
+    from lakemirror.bench.memory import measure_ingest_memory
+
+    if figures.memory_gb <= 0:
+        return None
+    memory = measure_ingest_memory(directory / "memory", figures.memory_gb, progress)
+    return {**dataclasses.asdict(memory), "above_idle_mb": memory.above_idle_mb}, memory.text()
+
+
+def _csv_memory(result: BenchResult, figures: Figures, directory: Path,
+                progress: Progress) -> Figure:
+    from lakemirror.bench.memory import measure_ingest_memory
+
+    if figures.csv_memory_gb <= 0:
+        return None
+    memory = measure_ingest_memory(directory / "memory", figures.csv_memory_gb, progress,
+                                   file_format="csv")
+    return {**dataclasses.asdict(memory), "above_idle_mb": memory.above_idle_mb}, memory.text()
+
+
+def _wide(result: BenchResult, figures: Figures, directory: Path, progress: Progress) -> Figure:
+    from lakemirror.bench.wide import as_dict, measure_wide_tables
+
+    if not figures.wide_columns:
+        return None
+    wide = measure_wide_tables(directory / "wide", figures.wide_columns, figures.wide_rows,
+                               figures.wide_changes, result.spec.seed, progress)
+    return as_dict(wide), wide.text()
+
+
+def _storage(result: BenchResult, figures: Figures, directory: Path,
+             progress: Progress) -> Figure:
+    from lakemirror.bench.storage import measure_storage
+
+    if figures.storage_files <= 0:
+        return None
+    spec = dataclasses.replace(result.spec, tables=1, table_rows=figures.storage_rows,
+                               files=figures.storage_files,
+                               changes_per_file=figures.storage_changes)
+    storage = measure_storage(directory / "storage", spec, progress)
+    return {**dataclasses.asdict(storage), "ratios": storage.ratios()}, storage.text()
+
+
+FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
+    ("idle_run", _idle), ("freshness", _freshness), ("memory", _memory),
+    ("memory_csv", _csv_memory), ("wide_tables", _wide), ("storage", _storage))
 
 
 def bench_spec(*, smoke: bool, **options: Any) -> BenchSpec:

@@ -62,11 +62,28 @@ def measure_freshness(directory: Path, spec: BenchSpec,
                             private_project(directory / "project"), quiet=True)
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
     mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
-    stop, runs = threading.Event(), list[list[TableStatus]]()
-    watcher = threading.Thread(target=watch, args=(service, POLL_SECONDS, stop, runs.append))
+    stop, runs, failures = threading.Event(), list[list[TableStatus]](), list[Exception]()
+
+    def finished(statuses: list[TableStatus]) -> None:
+        failures.extend(RuntimeError(f"{status.schema}.{status.table} {status.status}: "
+                                     f"{status.error}") for status in statuses
+                        if status.status != "replicating")
+        runs.append(statuses)
+
+    def watching() -> None:
+        try:
+            watch(service, POLL_SECONDS, stop, finished)
+        except Exception as error:  # reported by wait_for, at once
+            failures.append(error)
+
+    watcher = threading.Thread(target=watching)
     watcher.start()
+
+    def wait_for(condition: Callable[[], bool], what: str) -> None:
+        _wait(condition, what, failures)
+
     try:
-        _wait_for(lambda: len(runs) > 0, f"the initial load of {mirrored}")
+        wait_for(lambda: len(runs) > 0, f"the initial load of {mirrored}")
         seconds = []
         for path in changes:
             log = Path(mirrored) / "_delta_log"
@@ -74,19 +91,23 @@ def measure_freshness(directory: Path, spec: BenchSpec,
             finished_runs = len(runs)
             started = time.perf_counter()
             (pending / path.name).rename(path)
-            _wait_for(next_commit.exists, f"{path.name}")  # cheap: no log replay per poll
+            wait_for(next_commit.exists, f"{path.name}")  # cheap: no log replay per poll
             seconds.append(time.perf_counter() - started)
             progress(f"freshness: {path.name} visible after {seconds[-1]:.2f} s")
-            _wait_for(lambda: len(runs) > finished_runs, "the watch loop's run to finish")
+            wait_for(lambda: len(runs) > finished_runs, "the watch loop's run to finish")
     finally:
         stop.set()
         watcher.join()
     return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds))
 
 
-def _wait_for(condition: Callable[[], bool], what: str) -> None:
+def _wait(condition: Callable[[], bool], what: str, failures: list[Exception]) -> None:
+    """Until `condition` holds; an error when the watch loop failed or after TIMEOUT_SECONDS."""
     deadline = time.perf_counter() + TIMEOUT_SECONDS
     while not condition():
+        if failures:
+            raise RuntimeError(f"freshness: the watch loop failed while waiting for {what}: "
+                               f"{failures[0]}") from failures[0]
         if time.perf_counter() > deadline:
             raise RuntimeError(f"freshness: gave up waiting for {what}")
         time.sleep(0.01)

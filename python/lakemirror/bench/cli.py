@@ -1,0 +1,109 @@
+"""The `lakemirror bench` command with every option (also `python -m lakemirror.bench`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+PATH = click.Path(path_type=Path, file_okay=False)
+CONTENDERS = "lakemirror,lakemirror-warm,delta-rs,delta-rs-batched,floor,spark"
+
+
+def _columns(context: click.Context, parameter: click.Parameter,
+             value: str | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    try:
+        widths = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers"
+                                 ) from None
+    if any(width < 11 for width in widths):
+        raise click.BadParameter("each width must be at least 11 (the narrow table has 10)")
+    return widths
+
+
+@click.command(name="bench")
+@click.option("--rows", type=click.IntRange(min=1), default=None,
+              help="Rows of each table's initial load [1,000,000].")
+@click.option("--files", type=click.IntRange(min=1), default=None,
+              help="Change files per table [10].")
+@click.option("--changes", type=click.IntRange(min=1), default=None,
+              help="Changes per file [100,000].")
+@click.option("--tables", type=click.IntRange(min=1), default=None, help="Tables [1].")
+@click.option("--op-mix", default=None, metavar="OP=SHARE,...",
+              help="Share of update, insert, delete, upsert [update=0.4,insert=0.2,"
+                   "delete=0.2,upsert=0.2].")
+@click.option("--repeat-share", type=float, default=None,
+              help="Share of a file's changes that hit a key changed earlier in it [0.1].")
+@click.option("--seed", type=int, default=None, help="Seed of the generator [7].")
+@click.option("--smoke", is_flag=True,
+              help="Tiny sizes for everything not given: proves the benchmark works.")
+@click.option("--contenders", default=CONTENDERS, show_default=True,
+              help="Comma-separated: lakemirror (fresh project), lakemirror-warm (the "
+                   "project's second run), delta-rs, delta-rs-batched, floor, spark.")
+@click.option("--freshness/--no-freshness", default=True, show_default=True,
+              help="Time a 1k-change file from landing to visible, on a warm engine.")
+@click.option("--idle/--no-idle", default=True, show_default=True,
+              help="Time `lakemirror run --json` in a cold process with nothing new.")
+@click.option("--idle-runs", type=click.IntRange(min=1), default=None,
+              help="Idle runs timed [3; smoke 1].")
+@click.option("--memory/--no-memory", default=True, show_default=True,
+              help="Peak RSS above idle staging one large Parquet and one large CSV file.")
+@click.option("--memory-gb", type=click.FloatRange(min=0), default=None,
+              help="Size of both files in GB; 0 skips them [2; smoke 0.01].")
+@click.option("--csv-memory-gb", type=click.FloatRange(min=0), default=None,
+              help="Size of the CSV file in GB; 0 skips it [--memory-gb].")
+@click.option("--wide/--no-wide", default=True, show_default=True,
+              help="Incremental-run seconds of wide tables against a 10-column one.")
+@click.option("--wide-columns", callback=_columns, default=None, metavar="N,...",
+              help="Widths of the wide tables [300,1000; smoke 40].")
+@click.option("--wide-rows", type=click.IntRange(min=1), default=None,
+              help="Rows of each wide table [50,000; smoke 1,000].")
+@click.option("--wide-changes", type=click.IntRange(min=1), default=None,
+              help="Changes in each wide table's change file [5,000; smoke 100].")
+@click.option("--storage/--no-storage", default=True, show_default=True,
+              help="Storage after many change files and `lakemirror maintain`, and a rebuild.")
+@click.option("--storage-files", type=click.IntRange(min=1), default=None,
+              help="Change files, one run each [100; smoke 3].")
+@click.option("--storage-rows", type=click.IntRange(min=1), default=None,
+              help="Rows of the storage table [100,000; smoke 2,000].")
+@click.option("--storage-changes", type=click.IntRange(min=1), default=None,
+              help="Changes per file of the storage table [1,000; smoke 100].")
+@click.option("--plot", "plot_file", type=PATH, default=None,
+              help="Draw time against table size and changes per file into this PNG.")
+@click.option("--dir", "directory", type=PATH, default=Path("bench-run"), show_default=True,
+              help="Working folder (recreated).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
+          op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
+          contenders: str, freshness: bool, idle: bool, idle_runs: int | None, memory: bool,
+          memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
+          wide_columns: tuple[int, ...] | None, wide_rows: int | None,
+          wide_changes: int | None, storage: bool, storage_files: int | None,
+          storage_rows: int | None, storage_changes: int | None, plot_file: Path | None,
+          directory: Path, as_json: bool) -> None:
+    """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
+    Spark on one generated landing zone, every final table verified; then idle runs,
+    freshness, memory, wide tables and storage after many files."""
+    from lakemirror.bench.command import run_bench_command
+    from lakemirror.errors import LakemirrorError
+
+    progress = (lambda message: None) if as_json else (lambda m: click.echo(m, err=True))
+    try:
+        report = run_bench_command(
+            rows=rows, files=files, changes=changes, tables=tables, op_mix=op_mix,
+            repeat_share=repeat_share, seed=seed, smoke=smoke, contenders=contenders,
+            freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
+            csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,
+            directory=directory.resolve(), as_json=as_json, progress=progress,
+            idle_runs=idle_runs if idle else 0, wide_columns=wide_columns if wide else (),
+            wide_rows=wide_rows, wide_changes=wide_changes,
+            storage_files=storage_files if storage else 0, storage_rows=storage_rows,
+            storage_changes=storage_changes)
+    except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
+        click.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(error.exit_code)
+    click.echo(report)
