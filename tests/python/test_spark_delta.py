@@ -47,6 +47,7 @@ FIRST = {
                 "interval 60 days}}",
     "cdf_checks": "{+delta_features: [changeDataFeed, checkConstraints]}",
     "modern": "{+delta_features: [" + ", ".join(MODERN) + "]}",
+    "legacy": "{+delta_features: [invariants, generatedColumns, identityColumns]}",
     "cdf_mapping": "{+delta_features: [changeDataFeed, columnMapping]}",
     "clustering": "{+delta_features: [clustering]}",
     "level": "{+isolation_level: WriteSerializable}",
@@ -189,6 +190,7 @@ def test_settings_commit_only_when_they_change(runs):
 @pytest.mark.parametrize(("table", "protocol", "features"), [
     ("cdf_checks", (1, 4), {"changeDataFeed", "checkConstraints"}),
     ("cdf_mapping", (2, 5), {"changeDataFeed", "columnMapping"}),
+    ("legacy", (1, 6), {"invariants", "generatedColumns", "identityColumns"}),
     # Table features list what was asked; Delta adds the legacy writer features of the
     # table's start (appendOnly, invariants) and domainMetadata, which rowTracking needs.
     ("modern", (3, 7), set(MODERN) | {"appendOnly", "invariants", "domainMetadata"}),
