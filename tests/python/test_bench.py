@@ -27,6 +27,12 @@ def report(tmp_path_factory):
     return json.loads(result.output)
 
 
+def figure(report, name):
+    """A measured figure of the report (a failed one carries its error instead)."""
+    assert "error" not in report[name], report[name]["error"]
+    return report[name]
+
+
 def positive(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
@@ -57,7 +63,7 @@ def test_every_contender_is_verified_and_compared_with_the_best_deltars(report):
 
 @pytest.mark.slow
 def test_idle_run_is_timed_in_a_cold_process_with_a_complete_json(report):
-    idle = report["idle_run"]
+    idle = figure(report, "idle_run")
     assert idle["contender"] == "lakemirror-warm"
     assert len(idle["seconds"]) == 1 and positive(idle["median"])
     assert idle["complete"] is True, idle["message"]
@@ -65,11 +71,11 @@ def test_idle_run_is_timed_in_a_cold_process_with_a_complete_json(report):
 
 @pytest.mark.slow
 def test_freshness_and_memory_for_parquet_and_csv(report):
-    assert len(report["freshness"]["seconds"]) == 3
-    assert report["freshness"]["changes_per_file"] == 1_000
-    assert all(positive(seconds) for seconds in report["freshness"]["seconds"])
+    assert len(figure(report, "freshness")["seconds"]) == 3
+    assert figure(report, "freshness")["changes_per_file"] == 1_000
+    assert all(positive(seconds) for seconds in figure(report, "freshness")["seconds"])
     for name, file_format in (("memory", "parquet"), ("memory_csv", "csv")):
-        memory = report[name]
+        memory = figure(report, name)
         assert memory["file_format"] == file_format
         assert memory["rows"] > 0 and positive(memory["file_gb"])
         assert memory["peak_rss_mb"] > memory["idle_rss_mb"] > 0
@@ -79,7 +85,7 @@ def test_freshness_and_memory_for_parquet_and_csv(report):
 
 @pytest.mark.slow
 def test_wide_tables_are_timed_verified_and_compared(report):
-    wide = report["wide_tables"]
+    wide = figure(report, "wide_tables")
     assert (wide["rows"], wide["changes"]) == (1_000, 100)
     tables = {table["columns"]: table for table in wide["tables"]}
     assert list(tables) == [10, 40]
@@ -92,7 +98,7 @@ def test_wide_tables_are_timed_verified_and_compared(report):
 
 @pytest.mark.slow
 def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report):
-    storage = report["storage"]
+    storage = figure(report, "storage")
     assert storage["files"] == 3 and storage["live_rows"] > 0 and positive(storage["live_bytes"])
     assert storage["rebuild_verified"] is True, storage["rebuild_message"]
     assert storage["rebuild_message"].startswith(f"{storage['live_rows']} rows match "
@@ -118,6 +124,20 @@ def test_each_figure_can_be_turned_off(tmp_path):
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
     assert not {"idle_run", "freshness", "memory", "memory_csv", "wide_tables",
                 "storage"} & set(report)
+
+
+def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypatch):
+    from lakemirror.bench import command
+
+    def broken(*args):
+        raise OSError("disk full")
+    monkeypatch.setattr(command, "FIGURES", (("storage", broken),
+                                             ("memory", lambda *args: ({"peak": 1}, "peak 1"))))
+    result = bench("--contenders", "floor", "--json", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["storage"] == {"error": "OSError: disk full"}
+    assert report["memory"] == {"peak": 1}
 
 
 @pytest.mark.slow

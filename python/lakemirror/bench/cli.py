@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -75,7 +76,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--plot", "plot_file", type=PATH, default=None,
               help="Draw time against table size and changes per file into this PNG.")
 @click.option("--dir", "directory", type=PATH, default=Path("bench-run"), show_default=True,
-              help="Working folder (recreated).")
+              help="Working folder (recreated); progress goes to its progress.log too.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
           op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
@@ -91,14 +92,24 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
-    progress = (lambda message: None) if as_json else (lambda m: click.echo(m, err=True))
+    directory = directory.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / "progress.log"
+    log.write_text("")
+
+    def progress(message: str) -> None:
+        with log.open("a") as lines:
+            lines.write(f"{time.strftime('%H:%M:%S')} {message}\n")
+        if not as_json:
+            click.echo(message, err=True)
+
     try:
         report = run_bench_command(
             rows=rows, files=files, changes=changes, tables=tables, op_mix=op_mix,
             repeat_share=repeat_share, seed=seed, smoke=smoke, contenders=contenders,
             freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
             csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,
-            directory=directory.resolve(), as_json=as_json, progress=progress,
+            directory=directory, as_json=as_json, progress=progress,
             idle_runs=idle_runs if idle else 0, wide_columns=wide_columns if wide else (),
             wide_rows=wide_rows, wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,

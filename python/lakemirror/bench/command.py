@@ -37,7 +37,11 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
     extra: dict[str, Any] = {}
     text = [bench_text(result)]
     for name, measure in FIGURES:
-        figure = measure(result, chosen, directory, progress)
+        try:
+            figure = measure(result, chosen, directory, progress)
+        except Exception as error:  # one figure's failure is reported, the others still run
+            figure = {"error": f"{type(error).__name__}: {error}"}, f"{name}: failed: {error}"
+            progress(figure[1])
         if figure is not None:
             extra[name], line = figure
             text.append(line)

@@ -79,7 +79,7 @@ def measure_ingest_memory(directory: Path, gigabytes: float, progress: Callable[
     with log.open("w") as errors:
         usage = measure([sys.executable, "-m", "lakemirror.bench.memory",
                          str(directory / "LandingZone"), str(directory / "warehouse"), str(idle)],
-                        directory / "usage.json", stderr=errors)
+                        directory / "usage.json", stderr=errors, env=env)
     if usage.exit_code != 0:
         raise RuntimeError(f"memory: the {file_format} ingest process failed: "
                            f"{log.read_text().strip()[-500:]}")

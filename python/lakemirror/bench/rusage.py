@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -27,11 +28,11 @@ class Usage:
 
 
 def measure(command: list[str], result: Path, *, stdout: IO[str] | int | None = None,
-            stderr: IO[str] | int | None = None) -> Usage:
-    """Run `command` through the launcher (its output to `stdout`/`stderr`); `result` is
-    where the launcher writes the figures."""
+            stderr: IO[str] | int | None = None, env: Mapping[str, str] | None = None) -> Usage:
+    """Run `command` through the launcher (its output to `stdout`/`stderr`, with `env` or
+    this process's environment); `result` is where the launcher writes the figures."""
     launcher = [sys.executable, "-m", "lakemirror.bench.rusage", str(result), *command]
-    subprocess.run(launcher, stdout=stdout, stderr=stderr)
+    subprocess.run(launcher, stdout=stdout, stderr=stderr, env=env)
     return Usage(**json.loads(result.read_text()))
 
 

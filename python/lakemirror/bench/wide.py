@@ -31,7 +31,7 @@ from lakemirror.reference import DELETE, ROW_MARKER
 from lakemirror.staging import Warehouse
 
 NARROW_COLUMNS = 10  # the generated rows' data columns, key included
-RUN_TIMEOUT_SECONDS = 1_800
+RUN_TIMEOUT_SECONDS = 900
 VERIFY_SAMPLE = 200
 
 
