@@ -1,5 +1,19 @@
-{#-- The registry of Delta tables in the warehouse (written by dbt and by lakemirror ingest). --#}
+{#-- The registry of the warehouse's relations (written by dbt and by lakemirror ingest): where
+     each table lives and in which format (delta, parquet, csv, ...), and each view's SQL
+     (format 'view'), so every new engine session can attach them. A registry written before
+     format and definition existed gains them here, once (a metadata-only commit). --#}
 {% macro _relations_table() %}
-    {{ return(lakemirror._control_table(
-        'relations', 'schema_name string, table_name string, location string')) }}
+    {%- set registry = lakemirror._control_table(
+        'relations', 'schema_name string, table_name string, location string, format string, '
+        ~ 'definition string') -%}
+    {%- set names = run_query('select * from ' ~ registry ~ ' limit 0').column_names -%}
+    {%- if 'definition' not in names -%}
+        {%- do lakemirror.add_columns(registry, [
+            api.Column.create('format', 'string'),
+            api.Column.create('definition', 'string')] | rejectattr(
+                'name', 'in', names) | list) -%}
+        {%- do lakemirror._reattach(registry,
+            lakemirror.warehouse_path('_lakemirror', 'control/relations'), 'delta') -%}
+    {%- endif -%}
+    {{ return(registry) }}
 {% endmacro %}

@@ -1,4 +1,7 @@
-{#-- Post-hook: record the table this node built in the relation registry (once). --#}
+{#-- Post-hook: record the relation this node built in the relation registry, as it is: a table
+     with its format and location, a view with its SQL (format 'view'). Writes only when the
+     entry is new or changed (a table that became a view, a view's new SQL), as every registry
+     commit conflicts with concurrent writers. Ephemeral models build nothing. --#}
 {% macro register_relation(relation=this) %}
     {{ return(adapter.dispatch('register_relation', 'lakemirror')(relation)) }}
 {% endmacro %}
@@ -8,17 +11,47 @@
 {% endmacro %}
 
 {% macro spark__register_relation(relation) %}
-    {%- if config.get('materialized') in ['view', 'ephemeral'] -%}
+    {%- if not execute or config.get('materialized') == 'ephemeral' -%}
         {{ return('') }}
     {%- endif -%}
+    {%- set entry = lakemirror._registry_entry(relation) -%}
     {%- set registry = lakemirror._relations_table() -%}
-    {%- set location = lakemirror.warehouse_path(relation.schema, relation.identifier) -%}
-    insert into {{ registry }}
-    {%- set schema = "'" ~ lakemirror._sql_escape(relation.schema) ~ "'" -%}
-    {%- set identifier = "'" ~ lakemirror._sql_escape(relation.identifier) ~ "'" %}
-    select {{ schema }}, {{ identifier }}, '{{ lakemirror._sql_escape(location) }}'
-    where not exists (
-        select 1 from {{ registry }}
-        where schema_name = {{ schema }} and table_name = {{ identifier }}
-    )
+    {%- set key -%}
+        schema_name = '{{ lakemirror._sql_escape(relation.schema) }}'
+        and table_name = '{{ lakemirror._sql_escape(relation.identifier) }}'
+    {%- endset -%}
+    {%- set known = run_query('select location, coalesce(format, \'delta\'), definition from '
+        ~ registry ~ ' where ' ~ key).rows -%}
+    {%- if known | length == 1 and known[0] | list == entry -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set values = [] -%}
+    {%- for value in [relation.schema, relation.identifier] + entry -%}
+        {%- do values.append('null' if value is none
+            else "'" ~ lakemirror._sql_escape(value) ~ "'") -%}
+    {%- endfor -%}
+    merge into {{ registry }} as registry
+    using (
+        select
+            {{ values[0] }} as schema_name,
+            {{ values[1] }} as table_name,
+            {{ values[2] }} as location,
+            {{ values[3] }} as format,
+            {{ values[4] }} as definition
+    ) as built
+    on registry.schema_name = built.schema_name and registry.table_name = built.table_name
+    when matched then update set
+        location = built.location, format = built.format, definition = built.definition
+    when not matched then insert (schema_name, table_name, location, format, definition)
+        values (built.schema_name, built.table_name, built.location, built.format,
+                built.definition)
+{% endmacro %}
+
+{#-- [location, format, definition] of the relation the running node built. --#}
+{% macro _registry_entry(relation) %}
+    {%- if config.get('materialized') == 'view' -%}
+        {{ return([none, 'view', model.compiled_code | trim]) }}
+    {%- endif -%}
+    {%- set format = config.get('file_format') or 'delta' -%}
+    {{ return([lakemirror._table_location(relation), format, none]) }}
 {% endmacro %}

@@ -15,7 +15,10 @@
      of the column's type when the source lacks it (made writable first, see allow_nulls). --#}
 {% macro _by_name_values(target, target_columns, source_columns, prefix='') %}
     {%- set missing = lakemirror._columns_missing_from(target_columns, source_columns) -%}
-    {%- do lakemirror.allow_nulls(target, missing) -%}
+    {%- if missing -%}
+        {%- do lakemirror.allow_nulls(target, missing) -%}
+        {%- do lakemirror._reattach(target, lakemirror._table_location(target)) -%}
+    {%- endif -%}
     {%- set missing_names = missing | map(attribute='name') | list -%}
     {%- set values = [] -%}
     {%- for column in target_columns -%}

@@ -19,6 +19,15 @@
 {% endmacro %}
 
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+    {%- if raw_strategy == 'insert_overwrite' and config.get('partition_by')
+        and lakemirror.engine_name() == 'sail' -%}
+        {%- do lakemirror._refuse_engine_limit(
+            "incremental_strategy 'insert_overwrite' with partition_by",
+            "it has neither `insert overwrite ... partition (...)` nor dynamic partition "
+            ~ "overwrite (spark.sql.sources.partitionOverwriteMode)",
+            "Use the merge strategy with a unique_key, insert_overwrite without partition_by, "
+            ~ "or the spark target") -%}
+    {%- endif -%}
     {%- if raw_strategy in lakemirror._spark_builtin_strategies() -%}
         {{ return(dbt.dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format)) }}
     {%- endif -%}
@@ -27,12 +36,8 @@
             "Model " ~ model.name ~ ": incremental_strategy '" ~ raw_strategy
             ~ "' needs file_format 'delta', got '" ~ file_format ~ "'.") }}
     {%- endif -%}
-    {%- if context.get('get_incremental_' ~ raw_strategy ~ '_sql') is none -%}
-        {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ ": unknown incremental_strategy '" ~ raw_strategy
-            ~ "'. Allowed: " ~ (lakemirror._spark_builtin_strategies() + ['mirror']) | join(', ')
-            ~ ", or any strategy with a get_incremental_<name>_sql macro.") }}
-    {%- endif -%}
+    {#-- dbt's own error for a strategy without its get_incremental_<name>_sql macro. --#}
+    {%- do adapter.get_incremental_strategy_macro(context, raw_strategy) -%}
     {{ return(raw_strategy) }}
 {% endmacro %}
 

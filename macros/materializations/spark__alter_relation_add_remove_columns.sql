@@ -6,6 +6,9 @@
     {%- set add_columns = add_columns or [] -%}
     {%- if not remove_columns -%}
         {%- do lakemirror.add_columns(relation, add_columns) -%}
+        {%- if add_columns -%}
+            {%- do lakemirror._reattach(relation, lakemirror._table_location(relation)) -%}
+        {%- endif -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set kept = lakemirror._columns_missing_from(

@@ -2,6 +2,7 @@
      location, and dropping an external table keeps its files, so a plain `create table` would
      attach the old rows and the seed would load twice. --#}
 {% macro spark__create_csv_table(model, agate_table) %}
+    {%- do lakemirror._delta_only_on_embedded() -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}
     {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
     {%- set create = 'create or replace table' if config.get('file_format') == 'delta'

@@ -5,6 +5,9 @@
      model's rows are inserted (three commits); a model that would replace one fails first with
      a clear message. --#}
 {% macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+    {%- if not temporary -%}
+        {%- do lakemirror._delta_only_on_embedded() -%}
+    {%- endif -%}
     {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
         or lakemirror.engine_name() == 'sail' -%}
         {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}

@@ -1,7 +1,11 @@
-"""The relation registry: which Delta tables exist where, so every new engine session can
-attach them (the embedded engine's catalog lives in memory, per session)."""
+"""The relation registry: which relations exist where, so every new engine session can attach
+them (the embedded engine's catalog lives in memory, per session). dbt registers the tables it
+builds with their format (delta, parquet, ...) and the views with their SQL (format 'view');
+lakemirror ingest registers its Delta staging tables."""
 
 from __future__ import annotations
+
+import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,13 +19,15 @@ REGISTRY_SCHEMA = pa.schema([
     pa.field("schema_name", pa.string()),
     pa.field("table_name", pa.string()),
     pa.field("location", pa.string()),
+    pa.field("format", pa.string()),  # null (written before formats were kept) means delta
+    pa.field("definition", pa.string()),  # a view's SQL
 ])
 
 
 def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str]]) -> None:
-    """Add (schema, table, location) rows the registry lacks; drop rows whose table is gone.
-    Other lakemirror runs wait (control lock); rows dbt appends meanwhile survive the rewrite,
-    which replaces only the files of the version it read."""
+    """Add (schema, Delta table, location) rows the registry lacks; drop rows whose table is
+    gone. Other lakemirror runs wait (control lock); rows dbt appends meanwhile survive the
+    rewrite, which replaces only the files of the version it read."""
     path = str(warehouse.relations_path)
     with control_lock(warehouse.root):
         if not DeltaTable.is_deltatable(path):
@@ -32,19 +38,44 @@ def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str
 
 def _register(path: str, relations: list[tuple[str, str, str]]) -> None:
     registry = DeltaTable(path)
-    current = read_control_table(registry).select(REGISTRY_SCHEMA.names).cast(REGISTRY_SCHEMA)
-    locations = current["location"].to_pylist()
-    gone = [location for location in set(locations) if not DeltaTable.is_deltatable(location)]
-    if gone:
-        current = current.filter(pc.invert(pc.is_in(current["location"], pa.array(gone))))
-        write_deltalake(registry, current.cast(REGISTRY_SCHEMA), mode="overwrite")
+    current = _current(registry)
+    gone = [location for location, format in
+            set(zip(current["location"].to_pylist(), current["format"].to_pylist()))
+            if _gone(location, format)]
+    outdated = registry.schema().to_arrow().names != REGISTRY_SCHEMA.names
+    if gone or outdated:
+        current = current.filter(pc.invert(pc.is_in(current["location"], pa.array(
+            gone, pa.string()))))
+        write_deltalake(registry, current, mode="overwrite", schema_mode="overwrite")
+        registry = DeltaTable(path)
     known = set(zip(current["schema_name"].to_pylist(), current["table_name"].to_pylist()))
     new = [row for row in dict.fromkeys(relations) if (row[0], row[1]) not in known]
     if new:
         write_deltalake(registry, _rows(new), mode="append")
 
 
+def _current(registry: DeltaTable) -> pa.Table:
+    """The registry's rows in today's schema (a registry from before formats were kept lacks
+    the last columns)."""
+    rows = read_control_table(registry)
+    columns = [rows[field.name].cast(field.type) if field.name in rows.column_names
+               else pa.nulls(rows.num_rows, field.type) for field in REGISTRY_SCHEMA]
+    return pa.Table.from_arrays(columns, schema=REGISTRY_SCHEMA)
+
+
+def _gone(location: str | None, format: str | None) -> bool:
+    """Whether a registered table's data is gone (a view has no location: it stays)."""
+    if format == "view" or location is None:
+        return False
+    if format in (None, "delta"):
+        return not DeltaTable.is_deltatable(location)
+    return "://" not in location and not os.path.isdir(location)
+
+
 def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:
     columns = list(zip(*relations)) if relations else [(), (), ()]
-    return pa.Table.from_arrays([pa.array(column, pa.string()) for column in columns],
-                                schema=REGISTRY_SCHEMA)
+    count = len(relations)
+    return pa.Table.from_arrays(
+        [pa.array(column, pa.string()) for column in columns]
+        + [pa.array(["delta"] * count, pa.string()), pa.nulls(count, pa.string())],
+        schema=REGISTRY_SCHEMA)

@@ -1,0 +1,22 @@
+{#-- Remove a schema's relations (or one of them) from the relation registry; commits only when
+     the registry has any, as every registry commit conflicts with concurrent writers. Works on
+     the registry this session attached (dbt lists a schema, and so attaches the registry, before
+     it drops anything there): a drop dbt makes with its macros alone, outside a command, cannot
+     find the warehouse, and leaves the registry as it is. --#}
+{% macro _forget_relations(schema_name, identifier=none) %}
+    {%- if not execute or not schema_name
+        or not run_query("show schemas like '_lakemirror_control'").rows
+        or not run_query("show tables in _lakemirror_control like 'relations'").rows -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set registry = '_lakemirror_control.relations' -%}
+    {%- set condition -%}
+        schema_name = '{{ lakemirror._sql_escape(schema_name) }}'
+        {%- if identifier is not none %}
+        and table_name = '{{ lakemirror._sql_escape(identifier) }}'
+        {%- endif %}
+    {%- endset -%}
+    {%- if run_query('select 1 from ' ~ registry ~ ' where ' ~ condition ~ ' limit 1').rows -%}
+        {%- do run_query('delete from ' ~ registry ~ ' where ' ~ condition) -%}
+    {%- endif -%}
+{% endmacro %}
