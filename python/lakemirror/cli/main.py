@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from lakemirror.bench.cli import bench
 from lakemirror.errors import DEBUG_VARIABLE, ConfigError, LakemirrorError
 
 if TYPE_CHECKING:
@@ -242,46 +243,7 @@ def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:
     sys.exit(1 if any(result.unreadable for result in results) else 0)
 
 
-@cli.command()
-@click.option("--rows", type=click.IntRange(min=1), default=None,
-              help="Rows of each table's initial load [1,000,000].")
-@click.option("--files", type=click.IntRange(min=1), default=None,
-              help="Change files per table [10].")
-@click.option("--changes", type=click.IntRange(min=1), default=None,
-              help="Changes per file [100,000].")
-@click.option("--tables", type=click.IntRange(min=1), default=None, help="Tables [1].")
-@click.option("--op-mix", default=None, metavar="OP=SHARE,...",
-              help="Share of update, insert, delete, upsert [update=0.4,insert=0.2,"
-                   "delete=0.2,upsert=0.2].")
-@click.option("--repeat-share", type=float, default=None,
-              help="Share of a file's changes that hit a key changed earlier in it [0.1].")
-@click.option("--seed", type=int, default=None, help="Seed of the generator [7].")
-@click.option("--smoke", is_flag=True, help="Tiny sizes: proves the benchmark works.")
-@click.option("--contenders", default="lakemirror,delta-rs,floor,spark", show_default=True,
-              help="Comma-separated: lakemirror, delta-rs, floor, spark.")
-@click.option("--freshness/--no-freshness", default=True, show_default=True,
-              help="Also time a 1k-change file from landing to visible, on a warm engine.")
-@click.option("--memory-gb", type=float, default=0.0, show_default=True,
-              help="Also measure peak RSS ingesting one Parquet file of this size (0: skip).")
-@click.option("--plot", "plot_file", type=PATH, default=None,
-              help="Draw time against table size and changes per file into this PNG.")
-@click.option("--dir", "directory", type=PATH, default=Path("bench-run"), show_default=True,
-              help="Working folder (recreated).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
-          op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
-          contenders: str, freshness: bool, memory_gb: float, plot_file: Path | None,
-          directory: Path, as_json: bool) -> None:
-    """Benchmark lakemirror against delta-rs direct, the in-memory floor and Spark on one
-    generated landing zone; every final table is verified."""
-    from lakemirror.bench.command import run_bench_command
-
-    progress = (lambda message: None) if as_json else (lambda m: click.echo(m, err=True))
-    click.echo(run_bench_command(
-        rows=rows, files=files, changes=changes, tables=tables, op_mix=op_mix,
-        repeat_share=repeat_share, seed=seed, smoke=smoke, contenders=contenders,
-        freshness=freshness, memory_gb=memory_gb, plot_file=plot_file,
-        directory=directory.resolve(), as_json=as_json, progress=progress))
+cli.add_command(bench)  # its options live with the benchmark
 
 
 @cli.command()
