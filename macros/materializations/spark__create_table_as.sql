@@ -7,6 +7,7 @@
 {% macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
     {%- if not temporary -%}
         {%- do lakemirror._delta_only_on_embedded() -%}
+        {%- do lakemirror._rebuild_in_place() -%}
     {%- endif -%}
     {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
         or lakemirror.engine_name() == 'sail' -%}
@@ -41,3 +42,14 @@
     insert into {{ relation }}
     select * from ({{ compiled_code }}) as lakemirror_source
 {%- endmacro %}
+
+{#-- dbt-spark rebuilds a non-Delta table by dropping it and creating it again; the table lives
+     at its warehouse location, whose files the drop keeps (an external table), and Spark
+     refuses CREATE TABLE AS SELECT into a folder that is not empty. Let it overwrite the folder,
+     as a managed table's rebuild would. --#}
+{% macro _rebuild_in_place() %}
+    {%- if (config.get('file_format') or 'delta') != 'delta'
+        and lakemirror.engine_name() != 'sail' -%}
+        {%- do run_query('set spark.sql.legacy.allowNonEmptyLocationInCTAS = true') -%}
+    {%- endif -%}
+{% endmacro %}
