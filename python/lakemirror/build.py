@@ -127,6 +127,12 @@ def _release_sessions(warehouse: str | None, *, warm: bool) -> None:
     _warm_warehouse[0] = warehouse if warm else None
 
 
+def forget_warm_sessions() -> None:
+    """The next invocation starts from fresh engine sessions, which attach the registry anew:
+    a kept session's catalog still lists a relation whose data went away."""
+    _warm_warehouse[0] = None
+
+
 def close_connect_sessions() -> None:
     """End dbt's Spark Connect session: the next invocation starts clean, like a new process."""
     from pyspark.sql.connect.session import SparkSession

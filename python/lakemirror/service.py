@@ -11,7 +11,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke
+from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke, forget_warm_sessions
 from lakemirror.codegen import (
     HISTORY_SUFFIX,
     MIRROR_FOLDER,
@@ -238,9 +238,10 @@ class MirrorService:
         ingested = [failed_ingest(table, control_damage, self.warehouse) if control_damage
                     else self._ingest_table(table) for table in tables]
         staged = [result for result in ingested if self._is_staged(result)]
-        register_relations(self.layout, [
-            (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
-             str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged])
+        if register_relations(self.layout, [
+                (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
+                 str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged]):
+            forget_warm_sessions()  # a deleted mirrored table is then rebuilt, as in a new process
         return [self._generate_model(result) if result.status != "failed" and result in staged
                 else result for result in ingested]
 

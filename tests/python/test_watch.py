@@ -1,6 +1,7 @@
 """`lakemirror run --watch`: a warm process mirrors each file as it lands; Ctrl-C stops it."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,3 +85,20 @@ def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path):
         output, _ = process.communicate(timeout=60)
     assert process.returncode == 0
     assert output.count('"tables"') >= 2  # one status report per run
+
+
+@pytest.mark.slow
+def test_a_warm_process_rebuilds_a_deleted_mirrored_table_like_a_new_process(zone, service):
+    """A kept engine session still lists a table whose folder was deleted; the warm run must
+    attach the registry afresh and rebuild the table from staging, not fail on its log."""
+    service.warm = True
+    zone.table("T", ["id"])
+    files = [[{"id": i, "v": "a", M: 0} for i in (1, 2, 3)], [{"id": 2, "v": "b", M: 1}]]
+    zone.write("T", 1, files[0], SCHEMA)
+    assert [status.status for status in service.run()] == ["replicating"]
+    shutil.rmtree(service.warehouse / "dbo" / "t")
+    zone.write("T", 2, files[1], SCHEMA)
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)

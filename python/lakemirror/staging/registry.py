@@ -24,19 +24,21 @@ REGISTRY_SCHEMA = pa.schema([
 ])
 
 
-def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str]]) -> None:
+def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str]]
+                       ) -> list[str]:
     """Add (schema, Delta table, location) rows the registry lacks; drop rows whose table is
-    gone. Other lakemirror runs wait (control lock); rows dbt appends meanwhile survive the
-    rewrite, which replaces only the files of the version it read."""
+    gone, and return their locations. Other lakemirror runs wait (control lock); rows dbt
+    appends meanwhile survive the rewrite, which replaces only the files of the version it
+    read."""
     path = str(warehouse.relations_path)
     with control_lock(warehouse.root):
         if not DeltaTable.is_deltatable(path):
             write_deltalake(path, _rows(relations), mode="append")
-            return
-        _register(path, relations)
+            return []
+        return _register(path, relations)
 
 
-def _register(path: str, relations: list[tuple[str, str, str]]) -> None:
+def _register(path: str, relations: list[tuple[str, str, str]]) -> list[str]:
     registry = DeltaTable(path)
     current = _current(registry)
     gone = [location for location, format in
@@ -52,6 +54,7 @@ def _register(path: str, relations: list[tuple[str, str, str]]) -> None:
     new = [row for row in dict.fromkeys(relations) if (row[0], row[1]) not in known]
     if new:
         write_deltalake(registry, _rows(new), mode="append")
+    return gone
 
 
 def _current(registry: DeltaTable) -> pa.Table:
