@@ -82,3 +82,17 @@ def test_generated_models_and_marts_are_lint_clean(tmp_path):
     assert result.returncode == 0, result.stdout
     assert "dbo__customers.sql" not in result.stdout
     assert "dbo__customers__history.sql" not in result.stdout
+
+
+def test_tests_of_a_warehouse_bound_model_are_enabled_with_it(tmp_path):
+    """A model of another warehouse is disabled; its tests must be too, or dbt points them at a
+    model of the same name elsewhere (your project's, when lakemirror is a package)."""
+    model = MirrorModel("dbo", "t", ("id",))
+    write_model(tmp_path, model, warehouses=["/wh/prod"])
+    write_history_model(tmp_path, model)
+    for path in ["dbo/dbo__t.yml", "dbo/history/dbo__t__history.yml"]:
+        [described] = yaml.safe_load((tmp_path / "models/mirror" / path).read_text())["models"]
+        tests = [test for column in described["columns"] for test in column.get("data_tests", [])]
+        assert tests and all(isinstance(test, dict) for test in tests), path
+        assert {next(iter(test.values()))["config"]["enabled"] for test in tests} == {
+            described["config"]["enabled"]}, path

@@ -20,6 +20,7 @@ from lakemirror.codegen.models import (
     _folder_lock,
     _model_paths,
     _write_generated,
+    data_tests,
 )
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_condition
@@ -68,6 +69,8 @@ def history_yml(schema: str, table: str, warehouses: Collection[str] | None = No
               f"or '*' in var('{HISTORY_VARIABLE}', []))")
     condition = wanted if warehouses is None else f"({warehouse_condition(warehouses)} and {wanted})"
     name = staging_table_name(schema, table) + HISTORY_SUFFIX
+    model_enabled = yaml_string("{{ " + condition + " | as_bool }}")
+    enabled = None if warehouses is None else model_enabled
     return f"""version: 2
 
 models:
@@ -76,23 +79,19 @@ models:
       Every version of each key of {qualified} (SCD type 2), from its staged changes. Built when
       the dbt var {HISTORY_VARIABLE} lists '{qualified}' (or '*').
     config:
-      enabled: {yaml_string("{{ " + condition + " | as_bool }}")}
+      enabled: {model_enabled}
     columns:
       - name: _lm_valid_from
         description: Change position (file sequence * 10^10 + row) that opened the version.
-        data_tests:
-          - not_null
-          - unique
+        data_tests:{data_tests(["not_null", "unique"], enabled)}
       - name: _lm_valid_to
         description: Position of the update, upsert or delete that ended it; NULL while current.
       - name: _lm_is_current
         description: The version is the key's current row (_lm_valid_to is NULL).
-        data_tests:
-          - not_null
+        data_tests:{data_tests(["not_null"], enabled)}
       - name: _lm_is_deleted
         description: A delete ended the version.
-        data_tests:
-          - not_null
+        data_tests:{data_tests(["not_null"], enabled)}
 """
 
 

@@ -90,12 +90,13 @@ class MirrorModel:
         lakemirror.not_null_column, which quotes the name itself (`quote: false` keeps dbt's
         unescaped quoting out). With `warehouses`, the source and the model are enabled only
         for those warehouses."""
+        enabled = None if warehouses is None else f"*{WAREHOUSES_ANCHOR}"
         keys = "".join(f"""
       - name: {dbt_yaml_text(key)}
         description: Key column (keyColumns in _metadata.json).
         quote: false
-        data_tests:
-          - lakemirror.not_null_column""" for key in self.key_columns)
+        data_tests:{data_tests(["lakemirror.not_null_column"], enabled)}"""
+            for key in self.key_columns)
         key_text = ", ".join(self.key_columns) or "none: inserts only"
         qualified = f"{self.schema}.{self.table}"
         source_text = f"Change log of {qualified} staged from the landing zone."
@@ -124,10 +125,18 @@ models:
     columns:{keys}
       - name: _lm_position
         description: Change position (file sequence * 10^10 + row) that wrote the row.
-        data_tests:
-          - not_null
-          - unique
+        data_tests:{data_tests(["not_null", "unique"], enabled)}
 """
+
+
+def data_tests(names: list[str], enabled: str | None) -> str:
+    """A column's `data_tests` entries; with `enabled` (a yml value), each test is enabled as
+    its model is: a model of another warehouse is disabled, and its tests must not fall back
+    on a model of the same name elsewhere (your project's, when lakemirror is a package)."""
+    if enabled is None:
+        return "".join(f"\n          - {name}" for name in names)
+    config = f":\n              config:\n                enabled: {enabled}"
+    return "".join(f"\n          - {name}{config}" for name in names)
 
 
 def write_model(project_dir: Path, model: MirrorModel, *,
