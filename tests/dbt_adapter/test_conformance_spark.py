@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_conformance as conformance
+from dbt_adapter import test_conformance as conformance
 
 from lakemirror.engine import spark_unavailable
 

@@ -141,9 +141,10 @@ def test_the_wheel_installed_in_a_fresh_venv_inits_a_project_that_lakemirror_and
 
 OWN_MODELS = {
     "models/marts/customer_names.sql":
+        "{{ config(materialized='table') }}\n"
         "select id, upper(name) as name from {{ ref('dbo__customers') }}\n",
     "models/marts/campaigns.sql":
-        "{{ config(schema='marketing') }}\nselect 1 as campaign_id\n",
+        "{{ config(schema='marketing', materialized='table') }}\nselect 1 as campaign_id\n",
 }
 
 

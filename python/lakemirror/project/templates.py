@@ -12,8 +12,8 @@ from lakemirror.errors import ConfigError
 
 _BLOCK = Template("""\
 # --- lakemirror (README "Use lakemirror in your dbt project") ---------------------------------
-# lakemirror's package attaches the warehouse's tables to each new engine session itself
-# (its on-run-start hook).
+# lakemirror's package attaches the warehouse's tables, views and snapshots to each new engine
+# session itself, when dbt first lists a schema.
 vars:
   # Where the tables live, <warehouse>/<schema>/<table>: an absolute path.
   lakemirror_warehouse: "{{ env_var('LAKEMIRROR_WAREHOUSE', '') }}"
@@ -27,7 +27,6 @@ dispatch:
 models:
   $name:
     +file_format: delta
-    +materialized: table  # views do not outlive an embedded engine session
     +pre-hook: "{{ lakemirror.apply_delta_settings('before') }}"
     +post-hook:
       - "{{ lakemirror.register_relation() }}"
@@ -38,6 +37,12 @@ models:
       +post-hook: "{{ lakemirror.record_mirror_batch() }}"
 
 seeds:
+  $name:
+    +file_format: delta
+    +post-hook: "{{ lakemirror.register_relation() }}"
+
+# dbt gives a package no hook into snapshots: register them so later sessions find them.
+snapshots:
   $name:
     +file_format: delta
     +post-hook: "{{ lakemirror.register_relation() }}"
