@@ -73,9 +73,8 @@ def lakemirror_target() -> str:
     return "embedded"
 
 
-@pytest.fixture(scope="class")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The class's warehouse, LAKEMIRROR_WAREHOUSE for every dbt command of the class."""
+def new_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A new warehouse folder, LAKEMIRROR_WAREHOUSE for every dbt command until it ends."""
     path = tmp_path_factory.mktemp("warehouse")
     saved = os.environ.get("LAKEMIRROR_WAREHOUSE")
     os.environ["LAKEMIRROR_WAREHOUSE"] = str(path)
@@ -84,6 +83,12 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("LAKEMIRROR_WAREHOUSE", None)
     else:
         os.environ["LAKEMIRROR_WAREHOUSE"] = saved
+
+
+@pytest.fixture(scope="class")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The class's warehouse."""
+    yield from new_warehouse(tmp_path_factory)
 
 
 @pytest.fixture(scope="class")

@@ -7,12 +7,12 @@ why, where Spark or Delta's jars are missing."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dbt_adapter import test_conformance as conformance
+from dbt_adapter.conftest import new_warehouse
 
 from lakemirror.engine import spark_unavailable
 
@@ -33,14 +33,7 @@ def lakemirror_target() -> str:
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One warehouse for the module: Spark keeps its session (and JVM caches) across classes,
     each dbt command still seeing only what the registry gives a new session."""
-    path = tmp_path_factory.mktemp("warehouse")
-    saved = os.environ.get("LAKEMIRROR_WAREHOUSE")
-    os.environ["LAKEMIRROR_WAREHOUSE"] = str(path)
-    yield path
-    if saved is None:
-        os.environ.pop("LAKEMIRROR_WAREHOUSE", None)
-    else:
-        os.environ["LAKEMIRROR_WAREHOUSE"] = saved
+    yield from new_warehouse(tmp_path_factory)
 
 
 class TestSparkSimpleMaterializations(conformance.TestSimpleMaterializations):
