@@ -469,21 +469,23 @@ def test_garbled_mark_never_drops_and_recovers_once_deleted(world):
     assert (retirement.qualified_name, retirement.reason) == ("dbo.bad", "recreated")
 
 
-@pytest.mark.parametrize("failure", [
-    OSError(errno.ENOSPC, "No space left on device"),
-    Exception("Failed to parse parquet: External: Generic LocalFileSystem error: Unable to copy "
-              "data to file: No space left on device (os error 28)"),
-], ids=["OSError", "delta-rs text"])
-def test_disk_full_while_staging_fails_the_table_as_a_system_error(world, monkeypatch, failure):
+@pytest.mark.parametrize("owner, name, failure", [
+    (ingest_module, "write_parts", OSError(errno.ENOSPC, "No space left on device")),
+    (ingest_module.StagingTable, "_commit", Exception(
+        "Failed to parse parquet: External: Generic LocalFileSystem error: Unable to copy data "
+        "to file: No space left on device (os error 28)")),
+], ids=["OSError writing the parts", "delta-rs text committing them"])
+def test_disk_full_while_staging_fails_the_table_as_a_system_error(world, monkeypatch, owner,
+                                                                    name, failure):
     write_table(world.bad, FIRST, SECOND)
-    real_write = ingest_module.write_deltalake
+    real = getattr(owner, name)
 
-    def full(path: str, *args: Any, **kwargs: Any) -> None:
-        if path.endswith("/bad"):
+    def full(first: Any, *args: Any) -> Any:  # a table path, or the StagingTable
+        if str(getattr(first, "path", first)).endswith("/bad"):
             raise failure
-        real_write(path, *args, **kwargs)
+        return real(first, *args)
     with monkeypatch.context() as patch:
-        patch.setattr(ingest_module, "write_deltalake", full)
+        patch.setattr(owner, name, full)
         results = world.ingest()
     failed = results["dbo.bad"]
     assert (failed.status, failed.error_type, failed.error_class) == (

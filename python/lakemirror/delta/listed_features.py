@@ -34,12 +34,18 @@ def list_used_features(table: DeltaTable, *, keep_commit_keys: str = "lakemirror
     missing = _unlisted(table)
     if not missing:
         return []
-    [last] = table.history(limit=1) or [{}]
-    kept = {key: str(value) for key, value in last.items() if key.startswith(keep_commit_keys)}
     table.alter.add_feature([feature for _, feature in missing],
                             allow_protocol_versions_increase=True,
-                            commit_properties=CommitProperties(custom_metadata=kept))
+                            commit_properties=CommitProperties(
+                                custom_metadata=last_commit_keys(table, keep_commit_keys)))
     return [name for name, _ in missing]
+
+
+def last_commit_keys(table: DeltaTable, prefix: str = "lakemirror.") -> dict[str, str]:
+    """The newest commit's metadata keys starting with `prefix`, for a commit that must carry
+    them on (lakemirror reads its bookkeeping from the newest commit)."""
+    [last] = table.history(limit=1) or [{}]
+    return {key: str(value) for key, value in last.items() if key.startswith(prefix)}
 
 
 def _unlisted(table: DeltaTable) -> list[tuple[str, TableFeatures]]:

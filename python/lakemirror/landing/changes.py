@@ -35,6 +35,9 @@ POSITION = "_lm_position"
 ROWS_PER_FILE = 10**10
 MAX_SEQUENCE = (2**63 - 1) // ROWS_PER_FILE - 1
 BATCH_ROWS = 65_536
+# Parquet is read one column chunk at a time, through a buffer of this size: pre-buffering
+# (pyarrow's default) reads every row group of the file ahead, so memory grew with the file.
+PARQUET_READ_BUFFER = 2**20
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
                                hint="write a complete Parquet file (an empty one has a footer)",
                                **where)
     try:
-        parquet = pq.ParquetFile(handle)
+        parquet = pq.ParquetFile(handle, pre_buffer=False, buffer_size=PARQUET_READ_BUFFER)
     except (pa.ArrowException, OSError) as error:
         raise UnreadableFileError(f"not a readable Parquet file: {error}",
                                hint="replace it with a complete Parquet file", **where) from error

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
+from lakemirror.delta.listed_features import last_commit_keys
 from lakemirror.delta.rows import read_table
 from lakemirror.errors import StorageError
 from lakemirror.landing import POSITION
@@ -62,8 +63,7 @@ def compact_staging(staging: Path, mirrored: Path, watermark: int, *, keys: Sequ
         snapshot = pa.concat_tables([snapshot, conform_table(holders, schema)])
     if snapshot.num_rows >= applied.num_rows:
         return Compaction(applied.num_rows, applied.num_rows)
-    last = staged_table.history(limit=1)[0]
-    kept = {key: value for key, value in last.items() if key.startswith("lakemirror.")}
+    kept = last_commit_keys(staged_table)
     write_deltalake(str(staging), snapshot.sort_by(POSITION), mode="overwrite",
                     predicate=f"{POSITION} <= {int(watermark)}",
                     commit_properties=CommitProperties(

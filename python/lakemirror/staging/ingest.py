@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Field, Schema
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
-from lakemirror.delta.listed_features import list_used_features
+from lakemirror.delta.listed_features import last_commit_keys, list_used_features
 from lakemirror.errors import (
     LakemirrorError,
     MetadataError,
@@ -36,11 +37,11 @@ from lakemirror.landing import (
     open_change_file,
     read_metadata,
 )
-from lakemirror.landing.changes import BATCH_ROWS
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.parts import write_parts
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 
 SEQUENCE_KEY = "lakemirror.sequence"
@@ -48,9 +49,6 @@ FILE_KEY = "lakemirror.file"
 KEYS_KEY = "lakemirror.keyColumns"
 CONDITIONAL_KEY = "lakemirror.conditionalUpdateColumn"  # "" when the table has none
 INCARNATION_KEY = "lakemirror.incarnation"
-# Row groups of one read batch: delta-rs then never buffers more than that per open file, so
-# staging a file of any size stays within a bounded memory.
-STAGING_WRITER = WriterProperties(max_row_group_size=BATCH_ROWS)
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -198,42 +196,32 @@ class StagingTable:
 
     def append(self, change_file: ChangeFile, incarnation: str) -> int:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
-        that widens a column rewrites the staged rows with the wider type in the same commit."""
+        that widens a column rewrites the staged rows with the wider type in the same commit;
+        one that adds columns adds them first, in a commit that records the same last staged
+        file as the one before it."""
         plan = self._plan(change_file)
         schema = plan.schema if plan.widened else plan.append_schema
-        failure: list[LakemirrorError] = []
         rows = 0
-
         staged = self._staged_files_dataset() if plan.widened else None
 
-        def batches() -> Iterator[pa.RecordBatch]:  # our error would be flattened to text
+        def batches() -> Iterator[pa.RecordBatch]:
             nonlocal rows
             for batch in staged.to_batches() if staged else ():
                 yield conform(batch, schema)
-            try:
-                for batch in change_file.batches():
-                    rows += len(batch)
-                    yield conform(batch, schema)
-            except LakemirrorError as error:
-                failure.append(error)
-                raise
+            for batch in change_file.batches():
+                rows += len(batch)
+                yield conform(batch, schema)
 
-        reader = pa.RecordBatchReader.from_batches(schema, batches())
         metadata = {SEQUENCE_KEY: str(change_file.file.sequence),
                     FILE_KEY: change_file.file.path.name,
                     KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
                     CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
                     INCARNATION_KEY: incarnation}
-        mode: Literal["append", "overwrite"] = "overwrite" if plan.widened else "append"
-        schema_mode: Literal["merge", "overwrite"] | None = (
-            "overwrite" if plan.widened else "merge" if plan.added else None)
         try:
-            write_deltalake(self.path, reader, mode=mode, schema_mode=schema_mode,
-                            writer_properties=STAGING_WRITER,
-                            commit_properties=CommitProperties(custom_metadata=metadata))
+            self._commit(write_parts(self.path, schema, batches()), plan, metadata)
+        except LakemirrorError:
+            raise
         except Exception as error:  # delta-rs raises plain Exception for schema errors
-            if failure:
-                raise failure[0] from error
             storage = storage_failure(error, table=change_file.table.qualified_name,
                                       file=change_file.file.path, location=Path(self.path))
             if storage is not None:
@@ -244,6 +232,28 @@ class StagingTable:
                 hint="check that column types match the earlier files of this table") from error
         self.list_used_features()
         return rows
+
+    def _commit(self, parts: list[AddAction], plan: SchemaPlan,
+                metadata: dict[str, str]) -> None:
+        """One commit adding `parts` (replacing every staged file when a column widened)."""
+        properties = CommitProperties(custom_metadata=metadata)
+        if not DeltaTable.is_deltatable(self.path):
+            create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
+                                          commit_properties=properties)
+            return
+        table = DeltaTable(self.path)
+        actions: list[AddAction | RemoveAction] = [*parts]
+        if plan.widened:
+            table.create_write_transaction(actions, "overwrite", plan.schema,
+                                           commit_properties=properties)
+            return
+        if plan.added:
+            table.alter.add_columns([Field.from_arrow(plan.schema.field(name))
+                                     for name in plan.added],
+                                    commit_properties=CommitProperties(
+                                        custom_metadata=last_commit_keys(table)))
+        table.create_write_transaction(actions, "append", plan.schema,
+                                       commit_properties=properties)
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
