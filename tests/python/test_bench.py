@@ -74,6 +74,11 @@ def test_freshness_and_memory_for_parquet_and_csv(report):
     assert len(figure(report, "freshness")["seconds"]) == 3
     assert figure(report, "freshness")["changes_per_file"] == 1_000
     assert all(positive(seconds) for seconds in figure(report, "freshness")["seconds"])
+    assert "deletionVectors" not in figure(report, "freshness")["table_features"]
+    with_dvs = figure(report, "freshness_deletion_vectors")
+    assert len(with_dvs["seconds"]) == 3 and all(positive(seconds) for seconds in with_dvs["seconds"])
+    assert with_dvs["delta_features"] == ["deletionVectors"]
+    assert "deletionVectors" in with_dvs["table_features"]
     for name, file_format in (("memory", "parquet"), ("memory_csv", "csv")):
         memory = figure(report, name)
         assert memory["file_format"] == file_format

@@ -46,7 +46,8 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Comma-separated: lakemirror (fresh project), lakemirror-warm (the "
                    "project's second run), delta-rs, delta-rs-batched, floor, spark.")
 @click.option("--freshness/--no-freshness", default=True, show_default=True,
-              help="Time a 1k-change file from landing to visible, on a warm engine.")
+              help="Time a 1k-change file from landing to visible, on a warm engine; "
+                   "also with deletion vectors.")
 @click.option("--idle/--no-idle", default=True, show_default=True,
               help="Time `lakemirror run --json` in a cold process with nothing new.")
 @click.option("--idle-runs", type=click.IntRange(min=1), default=None,

@@ -80,6 +80,19 @@ def _freshness(result: BenchResult, figures: Figures, directory: Path,
     return dataclasses.asdict(fresh), fresh.text()
 
 
+def _freshness_with_deletion_vectors(result: BenchResult, figures: Figures, directory: Path,
+                                     progress: Progress) -> Figure:
+    """Freshness when the mirror models take deletion vectors (off by default: README,
+    "Performance")."""
+    from lakemirror.bench.freshness import measure_freshness
+
+    if not figures.freshness:
+        return None
+    fresh = measure_freshness(directory / "freshness-deletion-vectors", result.spec, progress,
+                              delta_features=("deletionVectors",))
+    return dataclasses.asdict(fresh), fresh.text()
+
+
 def _memory(result: BenchResult, figures: Figures, directory: Path,
             progress: Progress) -> Figure:
     """Parquet under "memory" (as before), CSV under "memory_csv"; each with its size."""
@@ -126,7 +139,8 @@ def _storage(result: BenchResult, figures: Figures, directory: Path,
 
 
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
-    ("idle_run", _idle), ("freshness", _freshness), ("memory", _memory),
+    ("idle_run", _idle), ("freshness", _freshness),
+    ("freshness_deletion_vectors", _freshness_with_deletion_vectors), ("memory", _memory),
     ("memory_csv", _csv_memory), ("wide_tables", _wide), ("storage", _storage))
 
 

@@ -29,6 +29,8 @@ class Freshness:
     table_rows: int
     changes_per_file: int
     seconds: tuple[float, ...]
+    delta_features: tuple[str, ...] = ()  # of the mirror models
+    table_features: tuple[str, ...] = ()  # the mirrored table's protocol lists at the end
 
     @property
     def median(self) -> float:
@@ -36,15 +38,18 @@ class Freshness:
 
     def text(self) -> str:
         runs = ", ".join(f"{seconds:.2f}" for seconds in self.seconds)
-        return (f"freshness: {self.changes_per_file:,}-change file into a {self.table_rows:,}-row "
-                f"table, landing to visible, warm: median {self.median:.2f} s ({runs})")
+        features = f" with {', '.join(self.delta_features)}" if self.delta_features else ""
+        return (f"freshness{features}: {self.changes_per_file:,}-change file into a "
+                f"{self.table_rows:,}-row table, landing to visible, warm: median "
+                f"{self.median:.2f} s ({runs})")
 
 
-def measure_freshness(directory: Path, spec: BenchSpec,
-                      progress: Callable[[str], None]) -> Freshness:
+def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str], None],
+                      delta_features: tuple[str, ...] = ()) -> Freshness:
     """With `lakemirror run --watch`'s loop running, land SAMPLES files of CHANGES_PER_FILE
     changes one at a time into a table of `spec.table_rows` rows and time each from landing to
-    the commit that makes it visible in the mirrored table."""
+    the commit that makes it visible in the mirrored table; the mirror models take
+    `delta_features` (README, "Table settings")."""
     from deltalake import DeltaTable
 
     from lakemirror.service import MirrorService
@@ -58,8 +63,11 @@ def measure_freshness(directory: Path, spec: BenchSpec,
     initial, *changes = table.files
     for path in changes:
         path.rename(pending / path.name)
+    project = private_project(directory / "project")
+    if delta_features:
+        _configure_mirror_models(project, {"+delta_features": list(delta_features)})
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project"), quiet=True)
+                            project, quiet=True)
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
     mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
     stop, runs, failures = threading.Event(), list[list[TableStatus]](), list[Exception]()
@@ -98,7 +106,20 @@ def measure_freshness(directory: Path, spec: BenchSpec,
     finally:
         stop.set()
         watcher.join()
-    return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds))
+    protocol = DeltaTable(mirrored).protocol()
+    features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
+    return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds),
+                     delta_features, tuple(sorted(features)))
+
+
+def _configure_mirror_models(project: Path, config: dict[str, object]) -> None:
+    """Add `config` to the mirror models' folder in the (private) project's dbt_project.yml."""
+    import yaml
+
+    path = project / "dbt_project.yml"
+    settings = yaml.safe_load(path.read_text())
+    settings["models"]["lakemirror"]["mirror"].update(config)
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
 
 
 def _wait(condition: Callable[[], bool], what: str, failures: list[Exception]) -> None:
