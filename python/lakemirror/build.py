@@ -11,7 +11,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from lakemirror.engine.spark import prepare_spark_session
+from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError
 from lakemirror.parsed_projects import parsed_manifest
 
@@ -62,7 +62,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                 close_connect_sessions()
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
-                          hint="check the dbt project, profiles and target")
+                          hint=(missing_delta_hint(str(outcome.exception))
+                                or "check the dbt project, profiles and target"))
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
                           hint="run dbt with --debug to see why")

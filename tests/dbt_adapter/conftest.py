@@ -27,10 +27,12 @@ from dbt.tests.util import run_dbt, write_file
 
 from lakemirror.build import close_connect_sessions
 from lakemirror.engine import ChildEngine, prepare_spark_session, spark_unavailable
+from lakemirror.engine.spark import make_delta_jars_absolute
 from lakemirror.project.templates import forwarding_macros, lakemirror_block
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = yaml.safe_load((REPO / "profiles" / "profiles.yml").read_text())
+make_delta_jars_absolute(os.environ)  # dbt's test fixtures run in the test project's folder
 SPARK_UNAVAILABLE = spark_unavailable()
 PACKAGE_ITEMS = ("dbt_project.yml", "macros", "profiles/profiles.yml")  # as setup.py's
 # Configs lakemirror's block sets for the whole project that a test class may set otherwise:

@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
-from lakemirror.engine import spark_unavailable
+from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService
@@ -29,6 +29,7 @@ os.environ.setdefault(SETTLE_SECONDS, "0")
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds")
 # Why the `spark` target (Apache Spark + Delta Lake) cannot run here, or None; `make test` points
 # LAKEMIRROR_DELTA_JARS at ../shared/delta-4.0.0 where that folder exists.
+make_delta_jars_absolute(os.environ)  # the CLI tests' subprocesses run in other folders
 SPARK_UNAVAILABLE = spark_unavailable()
 
 

@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 
 import lakemirror.staging.ingest as ingest_module
 from lakemirror.delta.listed_features import list_used_features, unlisted_features
+from lakemirror.engine.spark import make_delta_jars_absolute
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import (
@@ -90,6 +91,33 @@ def test_a_spark_run_from_the_command_line_is_quiet_and_leaves_no_stray_files(tm
     assert sorted(path.name for path in workdir.iterdir()) == []
     assert not list(service.project_dir.glob("*.log")), list(service.project_dir.iterdir())
     assert not (service.warehouse / "_lakemirror" / "metastore_db").exists()
+
+
+@pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
+def test_a_spark_run_without_delta_jars_names_the_setting_to_fix(tmp_path, target):
+    zone, service = mirror_setup(tmp_path, target)
+    zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    (tmp_path / "no-jars").mkdir()
+    run = subprocess.run(
+        [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
+         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+             "LAKEMIRROR_DELTA_JARS": "no-jars"})
+    assert run.returncode == 2, run.stderr
+    assert "Spark found no Delta Lake classes: point LAKEMIRROR_DELTA_JARS" in run.stderr
+    assert "(now no-jars; a relative path is read from the folder lakemirror runs in)" in run.stderr
+
+
+def test_a_relative_delta_jars_folder_is_resolved_against_the_current_folder(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    environ = {"LAKEMIRROR_DELTA_JARS": "jars"}
+    make_delta_jars_absolute(environ)
+    assert environ == {"LAKEMIRROR_DELTA_JARS": str(tmp_path.resolve() / "jars")}
+    make_delta_jars_absolute(environ)  # an absolute folder stays as it is
+    assert environ == {"LAKEMIRROR_DELTA_JARS": str(tmp_path.resolve() / "jars")}
 
 
 EVERY_TYPE = pa.schema([

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,24 @@ def spark_unavailable(environ: dict[str, str] | None = None) -> str | None:
     if not list(Path(folder).glob("delta-storage-*.jar")):
         return f"no delta-storage-*.jar in {DELTA_JARS}={folder}"
     return None
+
+
+def make_delta_jars_absolute(environ: MutableMapping[str, str]) -> None:
+    """Resolve a relative LAKEMIRROR_DELTA_JARS against the current folder, so that processes
+    started from another folder (a JVM, `lakemirror` run elsewhere) find the same jars."""
+    folder = environ.get(DELTA_JARS)
+    if folder and not Path(folder).is_absolute():
+        environ[DELTA_JARS] = str(Path(folder).resolve())
+
+
+def missing_delta_hint(error: str) -> str | None:
+    """The fix for a Spark error saying Delta's classes are missing, or None for other errors."""
+    if "org.apache.spark.sql.delta" not in error and "DeltaSparkSessionExtension" not in error:
+        return None
+    return (f"Spark found no Delta Lake classes: point {DELTA_JARS} at the folder holding "
+            f"delta-spark_2.13-*.jar and delta-storage-*.jar (now "
+            f"{os.environ.get(DELTA_JARS) or 'unset'}; a relative path is read from the folder "
+            f"lakemirror runs in), or set {DELTA_PACKAGES} where Maven is reachable")
 
 
 def prepare_spark_session(warehouse: str | None, *, warm: bool) -> None:
