@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
 # once (tests of the window set it themselves; subprocesses inherit this).
 os.environ.setdefault(SETTLE_SECONDS, "0")
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles", "models/marts", "seeds")
+make_delta_jars_absolute(os.environ)  # the CLI tests' subprocesses run in other folders
 # Why the `spark` target (Apache Spark + Delta Lake) cannot run here, or None; `make test` points
 # LAKEMIRROR_DELTA_JARS at ../shared/delta-4.0.0 where that folder exists.
-make_delta_jars_absolute(os.environ)  # the CLI tests' subprocesses run in other folders
 SPARK_UNAVAILABLE = spark_unavailable()
 
 

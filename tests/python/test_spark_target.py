@@ -44,6 +44,15 @@ def data_rows(rows):
     return [{name: value for name, value in row.items() if name != M} for row in rows]
 
 
+def run_spark_cli(zone, service, cwd, **env):
+    """`lakemirror run --target spark` on the zone and warehouse in a process of its own."""
+    return subprocess.run(
+        [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
+         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "LAKEMIRROR_HOME": str(service.warehouse.parent / "home"), **env})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ENGINES)
 def test_one_process_mirrors_several_warehouses_each_with_its_own_catalog(tmp_path, target):
@@ -76,11 +85,7 @@ def test_a_spark_run_from_the_command_line_is_quiet_and_leaves_no_stray_files(tm
     zone.write("T", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    run = subprocess.run(
-        [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
-         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
-        cwd=workdir, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home")})
+    run = run_spark_cli(zone, service, cwd=workdir)
     assert run.returncode == 0, run.stderr
     assert "dbo.t  replicating" in run.stdout
     for noise in ("Exception", "Using an existing Spark session", "derby"):
@@ -99,12 +104,7 @@ def test_a_spark_run_without_delta_jars_names_the_setting_to_fix(tmp_path, targe
     zone.table("T", ["id"])
     zone.write("T", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
     (tmp_path / "no-jars").mkdir()
-    run = subprocess.run(
-        [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
-         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
-             "LAKEMIRROR_DELTA_JARS": "no-jars"})
+    run = run_spark_cli(zone, service, cwd=tmp_path, LAKEMIRROR_DELTA_JARS="no-jars")
     assert run.returncode == 2, run.stderr
     assert "Spark found no Delta Lake classes: point LAKEMIRROR_DELTA_JARS" in run.stderr
     assert "(now no-jars; a relative path is read from the folder lakemirror runs in)" in run.stderr
