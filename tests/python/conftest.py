@@ -47,9 +47,10 @@ def engine_param(target: str) -> Any:
 ENGINES = [engine_param("embedded"), engine_param("spark")]
 
 
-def copy_project(destination: Path) -> Path:
-    """A fresh copy of the lakemirror dbt project without generated mirror models."""
-    return private_project(destination, PROJECT_ITEMS)
+def copy_project(destination: Path, delta_features: tuple[str, ...] = ()) -> Path:
+    """A fresh copy of the lakemirror dbt project without generated mirror models; its mirror
+    models take `delta_features`."""
+    return private_project(destination, PROJECT_ITEMS, delta_features)
 
 
 class Zone:

@@ -65,9 +65,11 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
             for folder in table_folders(zone)}
 
 
-def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS) -> Path:
+def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
+                    delta_features: tuple[str, ...] = ()) -> Path:
     """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
-    out of the project itself."""
+    out of the project itself; its mirror models take `delta_features` (README, "Table
+    settings")."""
     from lakemirror.service import PROJECT_DIR
 
     project.mkdir(parents=True, exist_ok=True)
@@ -77,7 +79,19 @@ def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS) -> Pa
             shutil.copytree(source, project / item)
         else:
             shutil.copy(source, project / item)
+    if delta_features:
+        _configure_mirror_models(project, {"+delta_features": list(delta_features)})
     return project
+
+
+def _configure_mirror_models(project: Path, config: dict[str, object]) -> None:
+    """Add `config` to the mirror models' folder in the (private) project's dbt_project.yml."""
+    import yaml
+
+    path = project / "dbt_project.yml"
+    settings = yaml.safe_load(path.read_text())
+    settings["models"]["lakemirror"]["mirror"].update(config)
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
 
 
 def run_spark(zone: Path, out: Path) -> dict[str, str]:

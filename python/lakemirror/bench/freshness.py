@@ -63,11 +63,9 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     initial, *changes = table.files
     for path in changes:
         path.rename(pending / path.name)
-    project = private_project(directory / "project")
-    if delta_features:
-        _configure_mirror_models(project, {"+delta_features": list(delta_features)})
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            project, quiet=True)
+                            private_project(directory / "project", delta_features=delta_features),
+                            quiet=True)
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
     mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
     stop, runs, failures = threading.Event(), list[list[TableStatus]](), list[Exception]()
@@ -106,20 +104,16 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     finally:
         stop.set()
         watcher.join()
-    protocol = DeltaTable(mirrored).protocol()
-    features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
     return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds),
-                     delta_features, tuple(sorted(features)))
+                     delta_features, protocol_features(mirrored))
 
 
-def _configure_mirror_models(project: Path, config: dict[str, object]) -> None:
-    """Add `config` to the mirror models' folder in the (private) project's dbt_project.yml."""
-    import yaml
+def protocol_features(path: str | Path) -> tuple[str, ...]:
+    """The table features the protocol of the Delta table at `path` lists, sorted."""
+    from deltalake import DeltaTable
 
-    path = project / "dbt_project.yml"
-    settings = yaml.safe_load(path.read_text())
-    settings["models"]["lakemirror"]["mirror"].update(config)
-    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    protocol = DeltaTable(str(path)).protocol()
+    return tuple(sorted({*(protocol.reader_features or ()), *(protocol.writer_features or ())}))
 
 
 def _wait(condition: Callable[[], bool], what: str, failures: list[Exception]) -> None:

@@ -42,12 +42,37 @@ def _count_in_log(table: DeltaTable) -> int | None:
 
 
 def read_table(path: Path) -> pa.Table:
-    """All rows of the Delta table at `path`."""
+    """All rows of the Delta table at `path`, in the types delta-rs's Arrow reader gives."""
     table = DeltaTable(str(path))
     try:
         return table.to_pyarrow_table()
     except DeltaProtocolError:
-        return _sql(table, "select * from delta_table")
+        return without_views(_sql(table, "select * from delta_table"))
+
+
+def without_views(rows: pa.Table) -> pa.Table:
+    """`rows` with the view types delta-rs's SQL engine returns (string_view, binary_view)
+    cast to plain string and binary: Arrow cannot join, look up or sort on views."""
+    schema = pa.schema([field.with_type(_plain(field.type)) for field in rows.schema],
+                       metadata=rows.schema.metadata)
+    return rows if schema.equals(rows.schema) else rows.cast(schema)
+
+
+def _plain(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(kind):
+        return pa.string()
+    if pa.types.is_binary_view(kind):
+        return pa.binary()
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_plain(field.type)) for field in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_plain(kind.value_type)))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_plain(kind.value_type)))
+    if pa.types.is_map(kind):
+        return pa.map_(kind.key_field.with_type(_plain(kind.key_type)),
+                       kind.item_field.with_type(_plain(kind.item_type)))
+    return kind
 
 
 def read_control_table(table: Path | DeltaTable) -> pa.Table:
