@@ -1,6 +1,7 @@
 """`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
 figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
-the plot) is measured and reported. Times are never asserted."""
+freshness and storage also with deletion vectors, the plot) is measured and reported. Times are
+never asserted."""
 
 import json
 
@@ -102,8 +103,12 @@ def test_wide_tables_are_timed_verified_and_compared(report):
 
 
 @pytest.mark.slow
-def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report):
-    storage = figure(report, "storage")
+@pytest.mark.parametrize("name, features", [("storage", []),
+                                            ("storage_deletion_vectors", ["deletionVectors"])])
+def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, name, features):
+    storage = figure(report, name)
+    assert storage["delta_features"] == features
+    assert ("deletionVectors" in storage["table_features"]) == bool(features)
     assert storage["files"] == 3 and storage["live_rows"] > 0 and positive(storage["live_bytes"])
     assert storage["rebuild_verified"] is True, storage["rebuild_message"]
     assert storage["rebuild_message"].startswith(f"{storage['live_rows']} rows match "
@@ -127,8 +132,8 @@ def test_each_figure_can_be_turned_off(tmp_path):
     report = json.loads(result.output)
     assert [contender["name"] for contender in report["contenders"]] == ["floor"]
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
-    assert not {"idle_run", "freshness", "memory", "memory_csv", "wide_tables",
-                "storage"} & set(report)
+    assert not {"idle_run", "freshness", "freshness_deletion_vectors", "memory", "memory_csv",
+                "wide_tables", "storage", "storage_deletion_vectors"} & set(report)
 
 
 def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypatch):

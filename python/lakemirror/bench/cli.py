@@ -67,7 +67,8 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--wide-changes", type=click.IntRange(min=1), default=None,
               help="Changes in each wide table's change file [5,000; smoke 100].")
 @click.option("--storage/--no-storage", default=True, show_default=True,
-              help="Storage after many change files and `lakemirror maintain`, and a rebuild.")
+              help="Storage after many change files and `lakemirror maintain`, and a rebuild; "
+                   "also with deletion vectors.")
 @click.option("--storage-files", type=click.IntRange(min=1), default=None,
               help="Change files, one run each [100; smoke 3].")
 @click.option("--storage-rows", type=click.IntRange(min=1), default=None,

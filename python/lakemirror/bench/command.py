@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,27 +72,22 @@ def _idle(result: BenchResult, figures: Figures, directory: Path, progress: Prog
     return {**dataclasses.asdict(idle), "median": idle.median}, idle.text()
 
 
-def _freshness(result: BenchResult, figures: Figures, directory: Path,
-               progress: Progress) -> Figure:
+def _freshness(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
+               delta_features: tuple[str, ...] = ()) -> Figure:
     from lakemirror.bench.freshness import measure_freshness
 
     if not figures.freshness:
         return None
-    fresh = measure_freshness(directory / "freshness", result.spec, progress)
+    fresh = measure_freshness(directory / _folder("freshness", delta_features), result.spec,
+                              progress, delta_features=delta_features)
     return dataclasses.asdict(fresh), fresh.text()
 
 
-def _freshness_with_deletion_vectors(result: BenchResult, figures: Figures, directory: Path,
-                                     progress: Progress) -> Figure:
-    """Freshness when the mirror models take deletion vectors (off by default: README,
-    "Performance")."""
-    from lakemirror.bench.freshness import measure_freshness
-
-    if not figures.freshness:
-        return None
-    fresh = measure_freshness(directory / "freshness-deletion-vectors", result.spec, progress,
-                              delta_features=("deletionVectors",))
-    return dataclasses.asdict(fresh), fresh.text()
+def _folder(figure: str, delta_features: tuple[str, ...]) -> str:
+    """A figure's work folder: its name, then the mirror models' features in kebab case
+    ("freshness-deletion-vectors")."""
+    kebab = (re.sub("([A-Z])", r"-\1", feature).lower() for feature in delta_features)
+    return "-".join((figure, *kebab))
 
 
 def _memory(result: BenchResult, figures: Figures, directory: Path,
@@ -125,8 +122,8 @@ def _wide(result: BenchResult, figures: Figures, directory: Path, progress: Prog
     return as_dict(wide), wide.text()
 
 
-def _storage(result: BenchResult, figures: Figures, directory: Path,
-             progress: Progress) -> Figure:
+def _storage(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
+             delta_features: tuple[str, ...] = ()) -> Figure:
     from lakemirror.bench.storage import measure_storage
 
     if figures.storage_files <= 0:
@@ -134,14 +131,20 @@ def _storage(result: BenchResult, figures: Figures, directory: Path,
     spec = dataclasses.replace(result.spec, tables=1, table_rows=figures.storage_rows,
                                files=figures.storage_files,
                                changes_per_file=figures.storage_changes)
-    storage = measure_storage(directory / "storage", spec, progress)
+    storage = measure_storage(directory / _folder("storage", delta_features), spec, progress,
+                              delta_features=delta_features)
     return {**dataclasses.asdict(storage), "ratios": storage.ratios()}, storage.text()
 
 
+# Deletion vectors are off by default (README, "Performance"); the figures they change most are
+# also measured with them on the mirror models.
+DELETION_VECTORS = ("deletionVectors",)
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
     ("idle_run", _idle), ("freshness", _freshness),
-    ("freshness_deletion_vectors", _freshness_with_deletion_vectors), ("memory", _memory),
-    ("memory_csv", _csv_memory), ("wide_tables", _wide), ("storage", _storage))
+    ("freshness_deletion_vectors", partial(_freshness, delta_features=DELETION_VECTORS)),
+    ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
+    ("storage", _storage),
+    ("storage_deletion_vectors", partial(_storage, delta_features=DELETION_VECTORS)))
 
 
 def bench_spec(*, smoke: bool, **options: Any) -> BenchSpec:

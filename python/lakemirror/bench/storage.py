@@ -1,6 +1,8 @@
 """Storage after many files: one warm `lakemirror run` per landed change file (as `run --watch`
 or a frequent schedule does), then `lakemirror maintain`; staging and mirrored bytes against the
-live data, and a rebuild from the maintained staging checked against the reference."""
+live data, and a rebuild from the maintained staging checked against the reference. Measured
+as lakemirror mirrors by default, and with deletion vectors on the mirror models (a MERGE then
+writes the changed rows, not the whole table)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from lakemirror.bench.contenders import private_project
+from lakemirror.bench.freshness import protocol_features
 from lakemirror.bench.generator import generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
 from lakemirror.bench.spec import BenchSpec
@@ -51,6 +54,8 @@ class Storage:
     maintenance: dict[str, object]
     rebuild_verified: bool
     rebuild_message: str
+    delta_features: tuple[str, ...] = ()  # of the mirror models
+    table_features: tuple[str, ...] = ()  # the mirrored table's protocol lists after the runs
 
     def ratios(self) -> dict[str, float]:
         """Bytes over the live data's, after `maintain`."""
@@ -61,18 +66,21 @@ class Storage:
 
     def text(self) -> str:
         ratios = ", ".join(f"{name} {ratio:.2f}" for name, ratio in self.ratios().items())
-        return (f"storage after {self.files} change files and `lakemirror maintain`: live data "
-                f"{self.live_bytes / 1e6:,.1f} MB; staging {self.staging.on_disk / 1e6:,.1f} MB "
+        features = f" with {', '.join(self.delta_features)}" if self.delta_features else ""
+        return (f"storage{features} after {self.files} change files and `lakemirror maintain`: "
+                f"live data {self.live_bytes / 1e6:,.1f} MB; staging "
+                f"{self.staging.on_disk / 1e6:,.1f} MB "
                 f"on disk ({self.staging_before.on_disk / 1e6:,.1f} before), mirrored "
                 f"{self.mirrored.on_disk / 1e6:,.1f} MB on disk "
                 f"({self.mirrored_before.on_disk / 1e6:,.1f} before); ratios: {ratios}; "
                 f"rebuild from staging: {self.rebuild_message}")
 
 
-def measure_storage(directory: Path, spec: BenchSpec,
-                    progress: Callable[[str], None]) -> Storage:
+def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], None],
+                    delta_features: tuple[str, ...] = ()) -> Storage:
     """Mirror `spec`'s table file by file with a warm service, run `maintain`, measure, then
-    delete the mirrored table and rebuild it from staging."""
+    delete the mirrored table and rebuild it from staging; the mirror models take
+    `delta_features` (README, "Table settings")."""
     from lakemirror.maintenance import maintain
     from lakemirror.service import MirrorService
 
@@ -85,7 +93,8 @@ def measure_storage(directory: Path, spec: BenchSpec,
     for path in table.files[1:]:
         path.rename(pending / path.name)
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project"), quiet=True, warm=True)
+                            private_project(directory / "project", delta_features=delta_features),
+                            quiet=True, warm=True)
     staging = service.layout.staging_path("dbo", table.name.lower())
     mirrored = service.layout.mirrored_path("dbo", table.name.lower())
     _run(service, "initial load")
@@ -95,6 +104,7 @@ def measure_storage(directory: Path, spec: BenchSpec,
         if number % PROGRESS_EVERY == 0 or number == spec.files:
             progress(f"storage: {number} of {spec.files} change files mirrored")
     staging_before, mirrored_before = table_bytes(staging), table_bytes(mirrored)
+    features = protocol_features(mirrored)
     progress("storage: lakemirror maintain")
     [maintained] = maintain(service.warehouse)
     staging_after, mirrored_after = table_bytes(staging), table_bytes(mirrored)
@@ -106,7 +116,8 @@ def measure_storage(directory: Path, spec: BenchSpec,
     check = verify(expected, read_table(mirrored), sample=None)
     return Storage(spec.files, spec.table_rows, spec.changes_per_file, live.stat().st_size,
                    expected.num_rows, staging_before, staging_after, mirrored_before,
-                   mirrored_after, dataclasses.asdict(maintained), check.ok, check.message)
+                   mirrored_after, dataclasses.asdict(maintained), check.ok, check.message,
+                   delta_features, features)
 
 
 def _run(service: MirrorService, what: str) -> None:
