@@ -52,6 +52,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     `delta_features` (README, "Table settings")."""
     from deltalake import DeltaTable
 
+    from lakemirror.delta.listed_features import listed_features
     from lakemirror.service import MirrorService
 
     shutil.rmtree(directory, ignore_errors=True)
@@ -105,15 +106,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
         stop.set()
         watcher.join()
     return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds),
-                     delta_features, protocol_features(mirrored))
-
-
-def protocol_features(path: str | Path) -> tuple[str, ...]:
-    """The table features the protocol of the Delta table at `path` lists, sorted."""
-    from deltalake import DeltaTable
-
-    protocol = DeltaTable(str(path)).protocol()
-    return tuple(sorted({*(protocol.reader_features or ()), *(protocol.writer_features or ())}))
+                     delta_features, listed_features(DeltaTable(mirrored)))
 
 
 def _wait(condition: Callable[[], bool], what: str, failures: list[Exception]) -> None:

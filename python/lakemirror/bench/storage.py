@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from lakemirror.bench.contenders import private_project
-from lakemirror.bench.freshness import protocol_features
 from lakemirror.bench.generator import generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verification import verify
+from lakemirror.delta.listed_features import listed_features
 from lakemirror.delta.rows import read_table
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     """Mirror `spec`'s table file by file with a warm service, run `maintain`, measure, then
     delete the mirrored table and rebuild it from staging; the mirror models take
     `delta_features` (README, "Table settings")."""
+    from deltalake import DeltaTable
+
     from lakemirror.maintenance import maintain
     from lakemirror.service import MirrorService
 
@@ -104,7 +106,7 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
         if number % PROGRESS_EVERY == 0 or number == spec.files:
             progress(f"storage: {number} of {spec.files} change files mirrored")
     staging_before, mirrored_before = table_bytes(staging), table_bytes(mirrored)
-    features = protocol_features(mirrored)
+    features = listed_features(DeltaTable(str(mirrored)))
     progress("storage: lakemirror maintain")
     [maintained] = maintain(service.warehouse)
     staging_after, mirrored_after = table_bytes(staging), table_bytes(mirrored)

@@ -27,6 +27,12 @@ def unlisted_features(table: DeltaTable) -> list[str]:
     return [name for name, _ in _unlisted(table)]
 
 
+def listed_features(table: DeltaTable) -> tuple[str, ...]:
+    """The table features the table's protocol lists, reader's and writer's, sorted."""
+    protocol = table.protocol()
+    return tuple(sorted({*(protocol.reader_features or ()), *(protocol.writer_features or ())}))
+
+
 def list_used_features(table: DeltaTable, *, keep_commit_keys: str = "lakemirror.") -> list[str]:
     """Add the features the table uses but does not list, in one commit that carries the
     previous commit's metadata keys starting with `keep_commit_keys` (lakemirror reads its
@@ -52,7 +58,7 @@ def _unlisted(table: DeltaTable) -> list[tuple[str, TableFeatures]]:
     protocol = table.protocol()
     if protocol.min_writer_version < 7:
         return []
-    listed = set(protocol.writer_features or []) | set(protocol.reader_features or [])
+    listed = set(listed_features(table))
     used = dict(_used_features(json.loads(table.schema().to_json()),
                                table.metadata().configuration))
     return [(name, feature) for name, feature in used.items() if name not in listed]
