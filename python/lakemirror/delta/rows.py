@@ -42,12 +42,12 @@ def _count_in_log(table: DeltaTable) -> int | None:
 
 
 def read_table(path: Path) -> pa.Table:
-    """All rows of the Delta table at `path`, in the types delta-rs's Arrow reader gives."""
+    """All rows of the Delta table at `path`."""
     table = DeltaTable(str(path))
     try:
         return table.to_pyarrow_table()
     except DeltaProtocolError:
-        return without_views(_sql(table, "select * from delta_table"))
+        return _sql(table, "select * from delta_table")
 
 
 def without_views(rows: pa.Table) -> pa.Table:
@@ -88,5 +88,6 @@ def query_table(table: Path | DeltaTable, query: str) -> pa.Table:
 
 
 def _sql(table: DeltaTable, query: str) -> pa.Table:
+    """The query's result, in plain types (the SQL engine gives text as string_view)."""
     result = QueryBuilder().register("delta_table", table).execute(query)
-    return pa.RecordBatchReader.from_stream(result).read_all()
+    return without_views(pa.RecordBatchReader.from_stream(result).read_all())
