@@ -106,7 +106,8 @@ def dbt_profile_target(lakemirror_target: str, warehouse: Path,
         jars = os.environ.get("LAKEMIRROR_DELTA_JARS", "")
         parameters.update({
             "spark.master": "local[2]", "spark.driver.memory": "2g",
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            # The full JIT, as tests/python's conftest gives the suite's long-lived JVM.
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
             "spark.driver.extraClassPath": f"{jars}/*", "spark.jars.packages": "",
             "spark.sql.warehouse.dir": f"{warehouse}/_lakemirror/spark-warehouse",
             "spark.lakemirror.warehouse": str(warehouse),

@@ -31,6 +31,10 @@ make_delta_jars_absolute(os.environ)  # the CLI tests' subprocesses run in other
 # Why the `spark` target (Apache Spark + Delta Lake) cannot run here, or None; `make test` points
 # LAKEMIRROR_DELTA_JARS at ../shared/delta-4.0.0 where that folder exists.
 SPARK_UNAVAILABLE = spark_unavailable()
+# The suite's one JVM lives for the whole session, where the full JIT pays for its compiling
+# (the spark-marked tests: 907 s with the profile's quick tier only, 652 s with it; README
+# "Engines"). Subprocesses inherit it: the command-line spark tests took no longer.
+os.environ.setdefault("LAKEMIRROR_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC")
 
 
 def engine_param(target: str) -> Any:
