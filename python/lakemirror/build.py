@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
     _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment(env):
+    with _environment({**_plain_log_into_files(), **env}):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
                                         (*project, *sorted(f"{k}={v}" for k, v in env.items())))
@@ -103,6 +104,14 @@ def _completed_at(result: Any) -> float | None:
     timings = [timing.completed_at for timing in getattr(result, "timing", None) or ()
                if getattr(timing, "completed_at", None) is not None]
     return max(timings).replace(tzinfo=timezone.utc).timestamp() if timings else None  # naive UTC
+
+
+def _plain_log_into_files() -> dict[str, str]:
+    """dbt colours its log even into a pipe or a file: plain text there, unless the user
+    chose (DBT_USE_COLORS)."""
+    if "DBT_USE_COLORS" in os.environ or sys.stdout.isatty():
+        return {}
+    return {"DBT_USE_COLORS": "false"}
 
 
 @contextmanager
