@@ -7,29 +7,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError
+from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """Outcome of one dbt node (model, seed, test)."""
-
-    unique_id: str
-    status: str
-    message: str | None
-    depends_on: tuple[str, ...] = ()
-    completed_at: float | None = None  # seconds since the epoch
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("error", "fail", "skipped", "runtime error")
 
 
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
