@@ -11,7 +11,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke, forget_warm_sessions
+from lakemirror.build import close_connect_sessions, dbt_invoke, forget_warm_sessions
 from lakemirror.codegen import (
     HISTORY_SUFFIX,
     MIRROR_FOLDER,
@@ -56,6 +56,7 @@ from lakemirror.monitor import (
     record_partner_events,
     write_monitor,
 )
+from lakemirror.node_result import NodeResult
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,

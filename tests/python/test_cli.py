@@ -36,6 +36,13 @@ def test_missing_landing_zone_is_a_usage_error_with_a_clear_message(tmp_path):
     assert "LAKEMIRROR_LANDING_ZONE" in result.output
 
 
+def test_version_names_the_installed_package():
+    from importlib.metadata import version
+
+    result = run_cli("--version")
+    assert result.exit_code == 0 and result.output == f"lakemirror, version {version('lakemirror')}\n"
+
+
 def test_missing_option_is_a_usage_error():
     result = run_cli("run", env={"LAKEMIRROR_LANDING_ZONE": "", "LAKEMIRROR_WAREHOUSE": ""})
     assert result.exit_code == 2 and "--landing-zone" in result.output
@@ -141,7 +148,9 @@ def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_
     command = [str(BIN / "lakemirror"), "run"]
     for sequence, rows in enumerate(files[:3], 1):
         zone.write("T", sequence, rows, SCHEMA)
-    assert subprocess.run(command, env=env, capture_output=True, timeout=300).returncode == 0
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and "Completed successfully" in first.stderr + first.stdout
+    assert "\x1b[" not in first.stderr + first.stdout  # dbt's log is plain text into a pipe
     for sequence, rows in enumerate(files[3:], 4):
         zone.write("T", sequence, rows, SCHEMA)
     victim = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,

@@ -116,7 +116,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
         if number != expected:
             blocked = len([n for n in numbered if n > expected])
             return Detection(pending, _in_place(numbered, staged),
-                             f"waiting for missing file {sequence_file_name(expected)}", blocked)
+                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked)
         pending.append(SequenceFile(number, numbered[number].path, numbered[number].size,
                                     numbered[number].mtime_ns))
         expected += 1
@@ -175,5 +175,4 @@ def _misnamed(table: LandingTable, path: Path, number: str, suffix: str,
                else f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
     return FileNameError(
         f"file name {path.name!r} {problem}", table=table.qualified_name, file=str(path),
-        hint=f"name change files {expected}, e.g. {sequence_file_name(1).split('.')[0]}"
-             f"{suffixes[0]}")
+        hint=f"name change files {expected}, e.g. {sequence_file_name(1, suffixes[0])}")
