@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
+from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
@@ -105,6 +106,45 @@ def test_background_engine_then_plain_dbt_run_merges_in_new_processes(zone, tmp_
     assert mirrored_rows(warehouse, "dbo", "t") == as_multiset([{"id": 1, "v": "a2"}])
     operations = [entry["operation"] for entry in DeltaTable(str(warehouse / "dbo/t")).history()]
     assert "MERGE" in operations and len([op for op in operations if "CREATE" in op]) == 1
+
+
+@pytest.mark.parametrize("made_by", ["repository", "init"])
+def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, made_by):
+    """Spark Connect's client would retry the missing engine for about ten minutes, silently:
+    the timeouts only keep a regression from hanging the suite."""
+    if made_by == "init":
+        project = tmp_path / "project"
+        init_project(project)
+        profiles = project
+    else:
+        project = copy_project(tmp_path / "project")
+        profiles = project / "profiles"
+    (project / "models").mkdir(exist_ok=True)
+    (project / "models" / "one.sql").write_text("select 1 as id\n")  # dbt connects to run it
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_ENGINE_PORT": str(free_port()), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "DBT_PROFILES_DIR": str(profiles)}
+
+    def dbt(*args):
+        return subprocess.run([str(BIN / "dbt"), *args], env=env, cwd=project,
+                              capture_output=True, text=True, timeout=60)
+
+    assert dbt("parse").returncode == 0  # needs no engine
+    run = dbt("run")
+    assert run.returncode == 2, run.stdout
+    assert (f"the embedded engine is not running: nothing answers at "
+            f"127.0.0.1:{env['LAKEMIRROR_ENGINE_PORT']}") in run.stdout
+    assert "lakemirror engine start" in run.stdout
+    with socket.socket() as engine:  # a background engine on another port: its port is named
+        engine.bind(("127.0.0.1", 0))
+        engine.listen()
+        port = engine.getsockname()[1]
+        (tmp_path / "home").mkdir()
+        (tmp_path / "home" / "engine.json").write_text(json.dumps(
+            {"pid": os.getpid(), "host": "127.0.0.1", "port": port}))
+        build = dbt("build")
+    assert build.returncode == 2, build.stdout
+    assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout
 
 
 def test_a_run_waits_for_a_table_another_run_holds_then_names_it(zone, tmp_path):
