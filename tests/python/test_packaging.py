@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dbt_project.yml", "macros",
-           "profiles", "python/lakemirror")
+           "profiles", "python/lakemirror", "python/dbt_lakemirror")
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), (M, pa.int32())])
 
 
