@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
+from lakemirror.engine import EngineAddress
+from lakemirror.engine.plain_dbt import ENGINE_MARK, embedded_engine
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
-from conftest import as_multiset, copy_project, mirrored_rows
+from conftest import REPO, as_multiset, copy_project, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -145,6 +148,17 @@ def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, mad
         build = dbt("build")
     assert build.returncode == 2, build.stdout
     assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout
+
+
+def test_only_the_embedded_target_is_checked_for_a_running_engine():
+    """The `connect` target keeps Spark Connect's retries, which ride out a server's restart."""
+    outputs = yaml.safe_load((REPO / "profiles" / "profiles.yml").read_text())["lakemirror"][
+        "outputs"]
+    assert [name for name, output in outputs.items()
+            if ENGINE_MARK in output.get("server_side_parameters", {})] == ["embedded"]
+    assert embedded_engine(outputs["connect"]["server_side_parameters"]) is None
+    assert embedded_engine({"spark.remote": "sc://engine:7/;token=x", ENGINE_MARK: "embedded"}
+                           ) == EngineAddress("engine", 7)
 
 
 def test_a_run_waits_for_a_table_another_run_holds_then_names_it(zone, tmp_path):
