@@ -49,6 +49,8 @@ from lakemirror.idle import (
     record_build,
 )
 from lakemirror.landing import LandingTable, discover_tables, hidden_entries
+from lakemirror.landing.detection import Settling
+from lakemirror.landing.readiness import SETTLE_SECONDS, settle_seconds
 from lakemirror.monitor import (
     applied_positions,
     monitor_record,
@@ -253,12 +255,20 @@ class MirrorService:
             for path, recovery in self._owned_tables(table) if table.problem is None else ():
                 check_newest_commit(path, table=table.qualified_name, recovery=recovery)
             result = ingest_table(table, self.layout, retention_days=self.retention_days,
-                                  on_file=lambda file: self.progress(f"  stage {file.path.name}"))
+                                  on_file=lambda file: self.progress(f"  stage {file.path.name}"),
+                                  settle=None if self.warm else self._settle)
         except Exception as error:  # one table's failure stays its own
             return failed_ingest(table, error, self.warehouse)
         for warning in result.metadata.warnings:
             self.progress(f"  warning: {warning}")
         return result
+
+    def _settle(self, settling: Settling) -> None:
+        """Wait until a file that changed just before this one-shot run leaves the settle
+        window (`run --watch` runs again by itself once it has)."""
+        self.progress(f"  waiting {settling.seconds:.1f} s for {settling.path.name} to settle "
+                      f"({SETTLE_SECONDS}={settle_seconds():g})")
+        time.sleep(settling.seconds)
 
     def _owned_tables(self, table: LandingTable) -> list[tuple[Path, str]]:
         """The Delta tables lakemirror keeps of a landing table, and how to recover each."""

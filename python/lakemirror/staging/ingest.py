@@ -37,6 +37,7 @@ from lakemirror.landing import (
     open_change_file,
     read_metadata,
 )
+from lakemirror.landing.detection import Settling
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
@@ -71,9 +72,13 @@ class IngestResult:
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
-                 on_file: Callable[[SequenceFile], None] = lambda file: None) -> IngestResult:
+                 on_file: Callable[[SequenceFile], None] = lambda file: None,
+                 settle: Callable[[Settling], None] | None = None) -> IngestResult:
     """Stage every new file of `table` in order. Never raises: a bad file, a table with a
-    `problem`, or any other failure (disk full, permissions, a bug) fails only this table."""
+    `problem`, or any other failure (disk full, permissions, a bug) fails only this table.
+    `settle` (one-shot runs) waits out the rest of the settle window once when the table's
+    next file is only settling, and the files are looked at again; without it the table
+    waits for a later run."""
     staging = StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
@@ -101,6 +106,9 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staging.list_used_features()  # a table staged before lakemirror listed them
         incarnation = staging.incarnation_of(table, warn=warnings.append)
         detection = detect_files(table, metadata, staged)
+        if detection.settling is not None and settle is not None:
+            settle(detection.settling)
+            detection = detect_files(table, metadata, staged)
         warnings.extend(detection.warnings)
         move_processed(table, detection.staged_in_place)
         for file in detection.pending:
