@@ -16,7 +16,6 @@ from lakemirror.codegen import (
     HISTORY_SUFFIX,
     MIRROR_FOLDER,
     MirrorModel,
-    ModelConflictError,
     retire_history_model,
     retire_model,
     warehouse_names,
@@ -62,6 +61,7 @@ from lakemirror.node_result import NodeResult
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,
+    StagingTable,
     Warehouse,
     ingest_table,
     register_relations,
@@ -245,7 +245,7 @@ class MirrorService:
                 (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
                  str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged]):
             forget_warm_sessions()  # a deleted mirrored table is then rebuilt, as in a new process
-        return [self._generate_model(result) if result.status != "failed" and result in staged
+        return [self._generate_model(result) if result in staged and self._applies(result)
                 else result for result in ingested]
 
     def _ingest_table(self, table: LandingTable) -> IngestResult:
@@ -298,19 +298,35 @@ class MirrorService:
                 return error
         return None
 
+    @staticmethod
+    def _applies(result: IngestResult) -> bool:
+        """Whether the table's staged files are applied: a failed table's too (it stops at its
+        bad file, not before), unless its Delta log is damaged or its folder is never touched
+        (a `problem` of the folder itself)."""
+        return result.status != "failed" or (result.error_type != CorruptTableError.__name__
+                                             and result.table.problem is None)
+
     def _generate_model(self, result: IngestResult) -> IngestResult:
-        """Write the table's model from metadata its ingest accepted; a failure to write it
-        fails this table alone."""
-        model = MirrorModel(result.table.schema, result.table.name,
-                            result.metadata.key_columns, result.metadata.conditional_column)
+        """Write the table's model from metadata its ingest accepted (a failed table's from
+        the metadata its staged files were staged with, never from a changed
+        `_metadata.json`); a failure to write it fails this table alone, and a failed table
+        keeps its first error."""
+        staging = StagingTable(self.layout.staging_path(result.table.schema, result.table.name))
         try:
+            metadata = (result.metadata if result.status != "failed"
+                        else staging.accepted_metadata())
+            if metadata is None:
+                return result
+            model = MirrorModel(result.table.schema, result.table.name,
+                                metadata.key_columns, metadata.conditional_column)
             outcomes = write_model(self.project_dir, model, warehouses=self.warehouse_names)
             for path, outcome in (outcomes | write_history_model(self.project_dir,
                                                                  model)).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
-        except (OSError, ModelConflictError) as error:
-            return failed_ingest(result.table, error, self.warehouse, result)
+        except Exception as error:  # one table's failure stays its own
+            return (result if result.status == "failed"
+                    else failed_ingest(result.table, error, self.warehouse, result))
         return result
 
     def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], scope: Scope,

@@ -167,12 +167,22 @@ class StagingTable:
                               if FILE_KEY in commit)
         return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
 
+    def accepted_metadata(self) -> TableMetadata | None:
+        """The keyColumns and conditional update column the staged files were staged with
+        (None before the first file): the only metadata a model of them may use."""
+        last = self._last_commit()
+        if KEYS_KEY not in last:
+            return None
+        return TableMetadata(key_columns=tuple(json.loads(last[KEYS_KEY])),
+                             conditional_column=last.get(CONDITIONAL_KEY) or None)
+
     def check_keys(self, table: LandingTable, metadata: TableMetadata) -> None:
         """keyColumns are immutable once a table has staged data."""
-        recorded = self._last_commit().get(KEYS_KEY)
-        if recorded is not None and tuple(json.loads(recorded)) != metadata.key_columns:
+        accepted = self.accepted_metadata()
+        if accepted is not None and accepted.key_columns != metadata.key_columns:
             raise MetadataError(
-                f"keyColumns changed from {json.loads(recorded)} to {list(metadata.key_columns)}",
+                f"keyColumns changed from {list(accepted.key_columns)} to "
+                f"{list(metadata.key_columns)}",
                 table=table.qualified_name, file=str(table.folder / "_metadata.json"),
                 hint="keys are immutable: recreate the table folder to change keys")
 
