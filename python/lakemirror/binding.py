@@ -69,9 +69,17 @@ def read_binding(warehouse: Path) -> Binding | None:
                                ) from error
 
 
+def recorded_binding(warehouse: Path) -> Binding | None:
+    """The warehouse's record, None also when it is damaged (to be written again)."""
+    try:
+        return read_binding(warehouse)
+    except ZoneBindingError:
+        return None
+
+
 def write_binding(warehouse: Path, binding: Binding) -> None:
     """Record the binding atomically, when it changed."""
-    if read_binding(warehouse) == binding:
+    if recorded_binding(warehouse) == binding:
         return
     path = warehouse / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,8 +109,8 @@ def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
             f"{', '.join(ZONE_SIGNS)})",
             hint=f"swap the folders? pass {warehouse} as --landing-zone and the warehouse "
                  "folder as --warehouse")
-    bound = read_binding(warehouse)
-    if bound is None or rebind or bound.zone.resolved == zone.resolved:
+    bound = None if rebind else read_binding(warehouse)
+    if bound is None or bound.zone.resolved == zone.resolved:
         return
     raise ZoneBindingError(_refusal(zone, zone_root, bound, warehouse),
                            hint=f"pass --landing-zone {bound.zone.given}, or, to mirror "

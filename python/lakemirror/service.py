@@ -15,6 +15,7 @@ from lakemirror.binding import (
     Binding,
     ZoneIdentity,
     check_binding,
+    recorded_binding,
     write_binding,
     zone_identity,
 )
@@ -208,12 +209,26 @@ class MirrorService:
         self._record_binding(zone)
 
     def _record_binding(self, zone: ZoneIdentity) -> None:
-        """Record the zone and the incarnation of every staged table (see `binding`)."""
-        tables = {f"{schema}.{table}": incarnation for schema, table in staged_tables(self.layout)
-                  if (incarnation := StagingTable(
-                      self.layout.staging_path(schema, table)).incarnation()) is not None}
-        with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
-            write_binding(self.warehouse, Binding(zone, tables))
+        """Record the zone and the incarnation of every staged table (see `binding`); a
+        table whose staging log cannot be read keeps its recorded one."""
+        try:
+            with control_lock(self.warehouse, timeout=self.lock_timeout,
+                              progress=self.progress):
+                recorded = recorded_binding(self.warehouse)
+                tables = {}
+                for schema, table in staged_tables(self.layout):
+                    name = f"{schema}.{table}"
+                    try:
+                        incarnation = StagingTable(
+                            self.layout.staging_path(schema, table)).incarnation()
+                    except Exception:  # a damaged log: its table failed with the reason
+                        incarnation = recorded.tables.get(name) if recorded else None
+                    if incarnation is not None:
+                        tables[name] = incarnation
+                write_binding(self.warehouse, Binding(zone, tables))
+        except Exception as error:  # the run's own status is still printed
+            self._warn(f"could not record the landing zone of the warehouse: "
+                       f"{type(error).__name__}: {error}")
 
     def _heal(self, tables: list[LandingTable], scope: Scope) -> list[str]:
         """Bring back the dropped tables whose folders are back (see `recovery.heal`)."""
