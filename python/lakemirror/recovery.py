@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lakemirror.errors import LakemirrorError, MassDropError, RestoreError
+from lakemirror.errors import ConfigError, LakemirrorError, MassDropError, RestoreError
 from lakemirror.landing import LandingTable, discover_tables
-from lakemirror.landing.discovery import ALL_TABLES, staging_table_name
+from lakemirror.landing.discovery import ALL_TABLES, NAME, staging_table_name
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
 from lakemirror.staging.dropped import DroppedCopy, dropped_copies, restore_copy
 from lakemirror.staging.layout import STAGING_SCHEMA, Warehouse
@@ -64,6 +64,10 @@ def restore_table(warehouse: Warehouse, name: str, zone: Path | None) -> Dropped
     `zone` (when known) must be there: one without a mark is marked as the copy's
     incarnation, so the next run goes on from it; one with another mark is refused."""
     schema, _, table = name.partition(".")
+    if not (NAME.fullmatch(schema) and NAME.fullmatch(table)):
+        raise ConfigError(f"{name!r} is not a table name SCHEMA.TABLE",
+                          hint="name it as `lakemirror status` or `lakemirror restore` lists "
+                               "it, for example dbo.customers")
     if warehouse.staging_path(schema, table).exists():
         raise RestoreError(
             f"{name} is mirrored: a live table of that name exists, so the dropped copy "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
+from deltalake import DeltaTable
 
 from lakemirror.reference import ROW_MARKER, apply_changes
 
@@ -42,6 +42,14 @@ class Mirror:
         schema, table = FOLDERS.get(folder, ("dbo", folder.lower()))
         assert mirrored_rows(self.warehouse, schema, table) == as_multiset(
             apply_changes(FILES[:files], ["id"])), folder
+
+    def assert_continued(self, folder):
+        """The mirrored table went on from its restored state: created once, then merged."""
+        schema, table = FOLDERS.get(folder, ("dbo", folder.lower()))
+        operations = [entry["operation"] for entry in
+                      DeltaTable(str(self.warehouse / schema / table)).history()]
+        assert len([op for op in operations if "CREATE" in op]) == 1, operations
+        assert operations[0] == "MERGE", operations
 
     def models(self):
         return sorted(path.name for path in (self.project / "models/mirror").rglob("*.sql"))
@@ -143,6 +151,8 @@ def test_a_deleted_folder_is_kept_and_restore_brings_it_back(tmp_path):
 
     listed = run_cli("restore", "--warehouse", str(setup.warehouse))
     assert listed.exit_code == 0 and "dbo.customers" in listed.output
+    unnamed = run_cli("restore", "../customers", "--warehouse", str(setup.warehouse))
+    assert unnamed.exit_code == 2 and "is not a table name" in unnamed.output
     missing = run_cli("restore", "dbo.customers", "--warehouse", str(setup.warehouse))
     assert missing.exit_code == 1 and "has no folder for dbo.customers" in missing.output
 
@@ -160,6 +170,7 @@ def test_a_deleted_folder_is_kept_and_restore_brings_it_back(tmp_path):
     assert statuses(after) == {"dbo.customers": "replicating", "sales.orders": "replicating"}
     assert "dbo__customers.sql" in setup.models()
     setup.assert_exact("Customers")
+    setup.assert_continued("Customers")
     setup.assert_exact("Sales.schema/Orders", 2)
 
 
@@ -181,6 +192,9 @@ def test_a_mass_drop_is_refused_until_confirmed(tmp_path):
                                    "dbo.extra": "replicating"}
     assert {path.name for path in (setup.warehouse / "_lakemirror/dropped").iterdir()} == {
         "dbo", "sales"}
+    purged = setup.run("--retention-days", "0")  # kept no longer than the retention
+    assert purged.exit_code == 0, purged.output
+    assert not list((setup.warehouse / "_lakemirror/dropped").iterdir())
 
 
 def test_pointing_back_after_a_wrong_rebind_heals_every_table(tmp_path):
@@ -199,4 +213,5 @@ def test_pointing_back_after_a_wrong_rebind_heals_every_table(tmp_path):
                                          "sales.orders": "replicating"}
     for folder in FOLDERS:
         setup.assert_exact(folder)
+        setup.assert_continued(folder)
     assert {"dbo__customers.sql", "sales__orders.sql"} <= set(setup.models())

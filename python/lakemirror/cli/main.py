@@ -240,6 +240,7 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
                        f"{copy.reason} on {copy.dropped_on}")
         return
     binding = read_binding(layout.root)
+    table = table.lower()  # as mirrored tables are named
     with table_locks(layout.root, [table], timeout=lock_timeout,
                      progress=lambda message: click.echo(message, err=True)):
         copy = restore_table(layout, table,
