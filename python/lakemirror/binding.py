@@ -21,6 +21,9 @@ from lakemirror.errors import LakemirrorError, ZoneBindingError
 from lakemirror.landing.discovery import ALL_TABLES, PROCESSED_FOLDER, discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.landing.zone import LandingZone
+from lakemirror.staging.ingest import StagingTable
+from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.lifecycle import staged_tables
 
 RECORD = Path("_lakemirror") / "landing_zone.json"
 REBIND_FLAG = "--rebind-landing-zone (LAKEMIRROR_REBIND_LANDING_ZONE=1)"
@@ -91,6 +94,22 @@ def write_binding(warehouse: Path, binding: Binding) -> None:
         "note": "written by lakemirror: the landing zone this warehouse mirrors. Runs against "
                 f"another folder are refused; {REBIND_FLAG} changes it"}, indent=2), "utf-8")
     os.replace(partial, path)
+
+
+def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
+    """Record `zone` and the incarnation of every staged table (the caller holds the control
+    lock); a table whose staging log cannot be read keeps its recorded one."""
+    recorded = recorded_binding(warehouse.root)
+    tables = {}
+    for schema, table in staged_tables(warehouse):
+        name = f"{schema}.{table}"
+        try:
+            incarnation = StagingTable(warehouse.staging_path(schema, table)).incarnation()
+        except Exception:  # a damaged log: its table fails with the reason
+            incarnation = recorded.tables.get(name) if recorded else None
+        if incarnation is not None:
+            tables[name] = incarnation
+    write_binding(warehouse.root, Binding(zone, tables))
 
 
 def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,

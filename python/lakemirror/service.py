@@ -11,14 +11,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.binding import (
-    Binding,
-    ZoneIdentity,
-    check_binding,
-    recorded_binding,
-    write_binding,
-    zone_identity,
-)
+from lakemirror.binding import ZoneIdentity, check_binding, record_binding, zone_identity
 from lakemirror.build import close_connect_sessions, dbt_invoke, forget_warm_sessions
 from lakemirror.codegen import (
     HISTORY_SUFFIX,
@@ -85,7 +78,6 @@ from lakemirror.staging.lifecycle import (
     staged_tables,
 )
 from lakemirror.staging.dropped import DroppedCopy, purge_dropped
-from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
@@ -194,9 +186,9 @@ class MirrorService:
         landing zone's tables as found once the locks are held, and the scope; record the
         zone's binding after the run."""
         self.run_warnings = []
+        known = [table.qualified_name for table in discover_tables(self.landing_zone)]
         zone = zone_identity(self._given_zone)
         check_binding(zone, self.landing_zone, self.warehouse, rebind=self.rebind_landing_zone)
-        known = [table.qualified_name for table in discover_tables(self.landing_zone)]
         if hidden := hidden_entries(self.landing_zone):
             shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
             self._warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
@@ -209,23 +201,10 @@ class MirrorService:
         self._record_binding(zone)
 
     def _record_binding(self, zone: ZoneIdentity) -> None:
-        """Record the zone and the incarnation of every staged table (see `binding`); a
-        table whose staging log cannot be read keeps its recorded one."""
         try:
             with control_lock(self.warehouse, timeout=self.lock_timeout,
                               progress=self.progress):
-                recorded = recorded_binding(self.warehouse)
-                tables = {}
-                for schema, table in staged_tables(self.layout):
-                    name = f"{schema}.{table}"
-                    try:
-                        incarnation = StagingTable(
-                            self.layout.staging_path(schema, table)).incarnation()
-                    except Exception:  # a damaged log: its table failed with the reason
-                        incarnation = recorded.tables.get(name) if recorded else None
-                    if incarnation is not None:
-                        tables[name] = incarnation
-                write_binding(self.warehouse, Binding(zone, tables))
+                record_binding(self.layout, zone)
         except Exception as error:  # the run's own status is still printed
             self._warn(f"could not record the landing zone of the warehouse: "
                        f"{type(error).__name__}: {error}")
