@@ -117,17 +117,19 @@ def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
     """Refuse a run that looks like a mistake, before it writes anything: a landing zone that
     is a warehouse, a warehouse that is a landing zone (both: the folders swapped), or, unless
     `rebind`, a zone other than the one the warehouse mirrors."""
+    swapped = (f"if the two folders are swapped, pass --landing-zone {warehouse} "
+               f"--warehouse {zone.given}")
     if looks_like_warehouse(zone_root):
         raise ZoneBindingError(
-            f"the landing zone {zone.given} is a lakemirror warehouse (it holds _lakemirror/)",
-            hint=f"swap the folders? pass the publisher's folder as --landing-zone and "
-                 f"{zone.given} as --warehouse")
+            f"the landing zone {zone.given} is a lakemirror warehouse (it holds _lakemirror/); "
+            f"the warehouse given is {warehouse}; nothing was written",
+            hint=f"{swapped}; else pass the publisher's folder as --landing-zone")
     if looks_like_landing_zone(warehouse):
         raise ZoneBindingError(
-            f"the warehouse {warehouse} looks like a landing zone (its folders hold "
-            f"{', '.join(ZONE_SIGNS)})",
-            hint=f"swap the folders? pass {warehouse} as --landing-zone and the warehouse "
-                 "folder as --warehouse")
+            f"the warehouse {warehouse} looks like a landing zone (its table folders hold "
+            f"{', '.join(ZONE_SIGNS)}); the landing zone given is {zone.given}; nothing was "
+            "written", hint=f"{swapped}; else pass an empty folder or lakemirror's "
+                            "warehouse as --warehouse")
     bound = None if rebind else read_binding(warehouse)
     if bound is None or bound.zone.resolved == zone.resolved:
         return

@@ -259,6 +259,8 @@ class MirrorService:
             # recreated ones fail in their ingest, which finds the folder's new incarnation
         kept = {retirement: drop_table_data(self.layout, retirement)
                 for retirement in retirements}
+        for copy in kept.values():
+            self.progress(f"  kept {copy.qualified_name} in {copy.path}")
         return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None,
                             "; ".join(filter(None, [self._kept_note(kept[retirement]), note])))
                 for retirement, note in notes.items()]

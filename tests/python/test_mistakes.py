@@ -106,6 +106,8 @@ def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path
     swapped = fresh.run(zone=fresh.warehouse, warehouse=fresh.zone.root)
     assert swapped.exit_code == 1, swapped.output
     assert f"the warehouse {fresh.zone.root} looks like a landing zone" in swapped.output
+    assert f"pass --landing-zone {fresh.zone.root} --warehouse {fresh.warehouse}" in (
+        swapped.output)
     assert checksums(fresh.zone.root) == before and not list(fresh.warehouse.iterdir())
 
     setup = mirror(tmp_path)
@@ -113,6 +115,8 @@ def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path
     swapped = setup.run(zone=setup.warehouse, warehouse=setup.zone.root)
     assert swapped.exit_code == 1, swapped.output
     assert f"the landing zone {setup.warehouse} is a lakemirror warehouse" in swapped.output
+    assert f"pass --landing-zone {setup.zone.root} --warehouse {setup.warehouse}" in (
+        swapped.output)
     assert setup.state() == before
 
 
