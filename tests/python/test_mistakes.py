@@ -95,6 +95,14 @@ def test_a_folder_inside_the_zone_is_refused_and_nothing_changes(tmp_path):
     for folder in FOLDERS:
         setup.assert_exact(folder, 2)
 
+    record = setup.warehouse / "_lakemirror/landing_zone.json"
+    record.unlink()  # a warehouse an earlier version made is bound by its next run
+    assert setup.run().exit_code == 0
+    recorded = json.loads(record.read_text())
+    assert recorded["landing_zone"]["given"] == str(setup.zone.root)
+    assert set(recorded["tables"]) == {"dbo.customers", "sales.orders"}
+    assert setup.run(zone=wrong).exit_code == 1
+
 
 def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path):
     fresh = Mirror(Zone(tmp_path / "new/LandingZone"), tmp_path / "new/warehouse",
