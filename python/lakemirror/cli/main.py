@@ -217,7 +217,7 @@ def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
 
 
 @cli.command()
-@click.argument("table", required=False, metavar="SCHEMA.TABLE")
+@click.argument("table", required=False, metavar="[SCHEMA.TABLE]")
 @click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
@@ -235,9 +235,10 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
 
     layout = Warehouse(warehouse.resolve())
     if table is None:
-        for copy in dropped_copies(layout):
-            click.echo(f"{copy.qualified_name}  incarnation {copy.incarnation}  "
-                       f"{copy.reason} on {copy.dropped_on}")
+        copies = dropped_copies(layout)
+        click.echo("\n".join(f"{copy.qualified_name}  incarnation {copy.incarnation}  "
+                             f"{copy.reason} on {copy.dropped_on}" for copy in copies)
+                   or "no dropped tables are kept in this warehouse")
         return
     binding = read_binding(layout.root)
     table = table.lower()  # as mirrored tables are named
