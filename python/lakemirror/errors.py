@@ -88,6 +88,27 @@ class ZoneAccessError(LandingZoneError):
     file system, or an entry that vanished meanwhile."""
 
 
+class ZoneBindingError(LakemirrorError):
+    """The run's landing zone is not the zone the warehouse mirrors: another folder, a folder
+    inside it, or the two folders swapped. Refused before anything is written or dropped."""
+
+    error_class: Literal["user", "system"] = "user"
+
+
+class MassDropError(LakemirrorError):
+    """A run would drop more of the mirrored tables at once than it may without confirmation
+    (a wrong or half-mounted landing zone looks the same). Refused before anything is dropped."""
+
+    error_class: Literal["user", "system"] = "user"
+
+
+class RestoreError(LakemirrorError):
+    """A dropped table cannot be restored as asked: no copy of it is kept, a live table has its
+    name, or its landing folder is missing or another incarnation."""
+
+    error_class: Literal["user", "system"] = "user"
+
+
 class StorageError(LakemirrorError):
     """The warehouse's storage failed while lakemirror wrote or read it: disk full, permission
     denied, read-only file system."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from lakemirror.binding import ZoneIdentity, check_binding, record_binding, zone_identity
 from lakemirror.build import close_connect_sessions, dbt_invoke, forget_warm_sessions
 from lakemirror.codegen import (
     HISTORY_SUFFIX,
@@ -68,6 +69,7 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.project import profiles_dir
+from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE, check_drop_share, heal
 from lakemirror.scope import Scope, resolve_scope
 from lakemirror.staging.lifecycle import (
     Retirement,
@@ -75,6 +77,7 @@ from lakemirror.staging.lifecycle import (
     find_retirements,
     staged_tables,
 )
+from lakemirror.staging.dropped import DroppedCopy, purge_dropped
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
@@ -100,10 +103,15 @@ class MirrorService:
     warm: bool = False
     engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     progress: Callable[[str], None] = lambda message: None
+    rebind_landing_zone: bool = False  # mirror this zone even if the warehouse mirrors another
+    confirm_drops: bool = False  # drop however many tables' folders are gone
+    max_drop_share: float = DEFAULT_MAX_DROP_SHARE
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
     _given_warehouse: Path = field(init=False, repr=False)  # before links were resolved
+    _given_zone: Path = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._given_zone = self.landing_zone
         self.landing_zone = self.landing_zone.resolve()
         self._given_warehouse = self.warehouse
         self.warehouse = self.warehouse.resolve()
@@ -119,10 +127,11 @@ class MirrorService:
         tables, run `dbt build`; on every table, or only the named ones ('schema.table')."""
         with self._locked_scope(tables) as (landing, scope):
             dropped = self.drop_retired(landing, scope)
+            healed = self._heal(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             staged = [result for result in ingested if self._is_staged(result)]
             previous = read_monitor(self.layout)
-            idle = (not dropped and built_with(self.layout) == self._project_state()
+            idle = (not dropped and not healed and built_with(self.layout) == self._project_state()
                     and nothing_new(ingested, previous, self._is_mirrored))
             nodes = (self.build(scope, damaged=self._damaged(ingested))
                      if staged and not idle else [])
@@ -163,6 +172,7 @@ class MirrorService:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
         with self._locked_scope(tables) as (landing, scope):
             dropped = self.drop_retired(landing, scope)
+            self._heal(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             statuses = [self._status(result, []) for result in ingested]
             self._record(ingested, statuses, scope, applied_now=False)
@@ -171,10 +181,14 @@ class MirrorService:
     @contextmanager
     def _locked_scope(self, selected: Sequence[str]
                       ) -> Iterator[tuple[list[LandingTable], Scope]]:
-        """Lock the run's tables (landing-zone and staged ones, or the selected ones), then
-        yield the landing zone's tables as found once the locks are held, and the scope."""
+        """Refuse a run on a zone the warehouse does not mirror (see `binding`); lock the
+        run's tables (landing-zone and staged ones, or the selected ones), then yield the
+        landing zone's tables as found once the locks are held, and the scope; record the
+        zone's binding after the run."""
         self.run_warnings = []
         known = [table.qualified_name for table in discover_tables(self.landing_zone)]
+        zone = zone_identity(self._given_zone)
+        check_binding(zone, self.landing_zone, self.warehouse, rebind=self.rebind_landing_zone)
         if hidden := hidden_entries(self.landing_zone):
             shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
             self._warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
@@ -184,14 +198,36 @@ class MirrorService:
         with table_locks(self.warehouse, sorted(scope.names), timeout=self.lock_timeout,
                          progress=self.progress):
             yield discover_tables(self.landing_zone), scope
+        self._record_binding(zone)
+
+    def _record_binding(self, zone: ZoneIdentity) -> None:
+        try:
+            with control_lock(self.warehouse, timeout=self.lock_timeout,
+                              progress=self.progress):
+                record_binding(self.layout, zone)
+        except Exception as error:  # the run's own status is still printed
+            self._warn(f"could not record the landing zone of the warehouse: "
+                       f"{type(error).__name__}: {error}")
+
+    def _heal(self, tables: list[LandingTable], scope: Scope) -> list[str]:
+        """Bring back the dropped tables whose folders are back (see `recovery.heal`)."""
+        restored = heal([table for table in tables if table.qualified_name in scope],
+                        self.layout, progress=self.progress,
+                        is_staged=lambda table: self._is_staged_name(table.schema, table.name))
+        if restored:
+            forget_warm_sessions()  # sessions attach the restored tables again
+        return [copy.qualified_name for copy in restored]
 
     def drop_retired(self, tables: list[LandingTable],
                      scope: Scope | None = None) -> list[TableStatus]:
         """Drop every table in scope whose landing folder was deleted or recreated: from the
-        engine's catalog, then its data, then (for deleted folders) its generated model.
-        Returns a `dropped` status for each deleted folder; a recreated one is rebuilt by the
-        ingest. `tables` are all the zone's tables: a table outside the scope is never
-        dropped, whether its folder exists or not."""
+        engine's catalog, then its data moves to the dropped area (kept for the retention
+        period), then (for deleted folders) its generated model goes. Returns a `dropped`
+        status for each deleted folder; a recreated one is rebuilt by the ingest. `tables`
+        are all the zone's tables: a table outside the scope is never dropped, whether its
+        folder exists or not. Refuses (MassDropError) to drop more than the allowed share of
+        the tables unless drops are confirmed."""
+        purge_dropped(self.layout, self.retention_days)
         retirements = [retirement for retirement in find_retirements(tables, self.layout)
                        if scope is None or retirement.qualified_name in scope]
         if not retirements:
@@ -201,6 +237,10 @@ class MirrorService:
                        f"dropping the {len(retirements)} mirrored tables (an unmounted or wrong "
                        "folder looks the same). Leave one folder to drop the rest.")
             return []
+        if not self.confirm_drops:
+            check_drop_share([r.qualified_name for r in retirements if r.reason == "deleted"],
+                             len(staged_tables(self.layout)), self.max_drop_share,
+                             zone=str(self._given_zone))
         names = [retirement.qualified_name for retirement in retirements]
         self.progress(f"drop {', '.join(names)}")
         notes = {retirement: self._retire_model(retirement) for retirement in retirements
@@ -217,10 +257,19 @@ class MirrorService:
             return [TableStatus(retirement.schema, retirement.table, "failed", 0, None, reason,
                                 error_class="system") for retirement in notes]  # the
             # recreated ones fail in their ingest, which finds the folder's new incarnation
-        for retirement in retirements:
-            drop_table_data(self.layout, retirement, progress=self.progress)
-        return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None, note)
+        kept = {retirement: drop_table_data(self.layout, retirement)
+                for retirement in retirements}
+        for copy in kept.values():
+            self.progress(f"  kept {copy.qualified_name} in {copy.path}")
+        return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None,
+                            "; ".join(filter(None, [self._kept_note(kept[retirement]), note])))
                 for retirement, note in notes.items()]
+
+    def _kept_note(self, copy: DroppedCopy) -> str:
+        until = time.strftime("%Y-%m-%d", time.gmtime(
+            copy.dropped_at + self.retention_days * 86_400))
+        return (f"kept in {copy.path} until {until}: `lakemirror restore "
+                f"{copy.qualified_name}` brings it back")
 
     def _retire_model(self, retirement: Retirement) -> str | None:
         """Remove a deleted table's generated model (or only this warehouse from the model's

@@ -162,8 +162,10 @@ def test_deleted_folders_drop_table_staging_and_model_but_keep_an_edited_model(z
     shutil.rmtree(zone.root / "B")
     zone.write("C", 2, [{"id": 2, "v": 2, M: 0}], base)
 
+    service.confirm_drops = True  # 2 of 3 tables: more than a run drops unconfirmed
     statuses = by_table(service.run())
-    assert (statuses["a"].status, statuses["a"].note) == ("dropped", None)
+    assert statuses["a"].status == "dropped" and "dbo__b.sql" not in statuses["a"].note
+    assert "`lakemirror restore dbo.a` brings it back" in statuses["a"].note
     assert statuses["b"].status == "dropped" and "dbo__b.sql" in statuses["b"].note
     assert statuses["c"].status == "replicating" and statuses["c"].rows == 2
     warehouse = service.warehouse

@@ -83,6 +83,17 @@ def mirror_options(command: Command) -> Command:
                      show_default=True, envvar="LAKEMIRROR_ENGINE_TIMEOUT",
                      help="Seconds one dbt invocation may take before lakemirror stops the "
                           "embedded engine and fails its tables [env LAKEMIRROR_ENGINE_TIMEOUT]."),
+        click.option("--rebind-landing-zone", "rebind", is_flag=True,
+                     envvar="LAKEMIRROR_REBIND_LANDING_ZONE",
+                     help="Mirror this landing zone although the warehouse mirrors another "
+                          "one, and bind it to this one [env LAKEMIRROR_REBIND_LANDING_ZONE]."),
+        click.option("--confirm-drops", is_flag=True, envvar="LAKEMIRROR_CONFIRM_DROPS",
+                     help="Drop the tables whose folders are gone even when they are more "
+                          "than --max-drop-share of the tables [env LAKEMIRROR_CONFIRM_DROPS]."),
+        click.option("--max-drop-share", type=click.FloatRange(0, 1), default=0.5,
+                     show_default=True, envvar="LAKEMIRROR_MAX_DROP_SHARE",
+                     help="A run dropping more than one table, and more than this share of "
+                          "the tables, needs --confirm-drops [env LAKEMIRROR_MAX_DROP_SHARE]."),
         click.option("--json", "as_json", is_flag=True, help="Print the status as JSON."),
     ]):
         command = option(command)
@@ -96,13 +107,15 @@ def mirror_options(command: Command) -> Command:
                                       "again when a file lands (warm engine, parsed project).")
 def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
-        engine_timeout: float, as_json: bool, watch_interval: float | None) -> None:
+        engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
+        as_json: bool, watch_interval: float | None) -> None:
     """Ingest new files, generate models for new tables, run `dbt build`, print the status.
 
     Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
     """
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
-                       lock_timeout, engine_timeout, as_json)
+                       lock_timeout, engine_timeout, as_json, rebind=rebind,
+                       confirm_drops=confirm_drops, max_drop_share=max_drop_share)
     if watch_interval is None:
         _report(service.run(tables), as_json, service.run_warnings)
     else:
@@ -144,10 +157,12 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
 @mirror_options
 def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
            retention_days: float, tables: tuple[str, ...], lock_timeout: float,
-           engine_timeout: float, as_json: bool) -> None:
+           engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
+           as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
-                       lock_timeout, engine_timeout, as_json)
+                       lock_timeout, engine_timeout, as_json, rebind=rebind,
+                       confirm_drops=confirm_drops, max_drop_share=max_drop_share)
     _report(service.ingest_only(tables), as_json, service.run_warnings)
 
 
@@ -199,6 +214,40 @@ def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
                    f"folded into {result.snapshot_rows} rows, {result.mirrored_files_removed} "
                    f"files compacted away, {result.files_vacuumed} files vacuumed"
                    + "".join(f"; skipped {reason}" for reason in result.skipped))
+
+
+@cli.command()
+@click.argument("table", required=False, metavar="[SCHEMA.TABLE]")
+@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              envvar="LAKEMIRROR_LOCK_TIMEOUT",
+              help="Seconds to wait for the table if a run is working on it "
+                   "[env LAKEMIRROR_LOCK_TIMEOUT].")
+def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
+    """Bring back a dropped table (its newest copy in the warehouse's dropped area); the next
+    run generates its model again and goes on from it. Without SCHEMA.TABLE, list the copies."""
+    from lakemirror.binding import read_binding
+    from lakemirror.recovery import restore_table
+    from lakemirror.staging import Warehouse
+    from lakemirror.staging.dropped import dropped_copies
+    from lakemirror.staging.lock import table_locks
+
+    layout = Warehouse(warehouse.resolve())
+    if table is None:
+        copies = dropped_copies(layout)
+        click.echo("\n".join(f"{copy.qualified_name}  incarnation {copy.incarnation}  "
+                             f"{copy.reason} on {copy.dropped_on}" for copy in copies)
+                   or "no dropped tables are kept in this warehouse")
+        return
+    binding = read_binding(layout.root)
+    table = table.lower()  # as mirrored tables are named
+    with table_locks(layout.root, [table], timeout=lock_timeout,
+                     progress=lambda message: click.echo(message, err=True)):
+        copy = restore_table(layout, table,
+                             Path(binding.zone.resolved) if binding is not None else None)
+    click.echo(f"restored {copy.qualified_name} (incarnation {copy.incarnation}, "
+               f"{copy.reason} on {copy.dropped_on}); the next run builds its model again")
 
 
 @cli.command(name="inspect")
@@ -330,13 +379,16 @@ def status() -> None:
 
 def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
              retention_days: float, lock_timeout: float, engine_timeout: float,
-             quiet: bool) -> MirrorService:
+             quiet: bool, *, rebind: bool, confirm_drops: bool,
+             max_drop_share: float) -> MirrorService:
     from lakemirror.service import MirrorService
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or Path.cwd(), target,
                          progress=progress, quiet=quiet, retention_days=retention_days,
-                         lock_timeout=lock_timeout, engine_timeout=engine_timeout)
+                         lock_timeout=lock_timeout, engine_timeout=engine_timeout,
+                         rebind_landing_zone=rebind, confirm_drops=confirm_drops,
+                         max_drop_share=max_drop_share)
 
 
 def main() -> None:

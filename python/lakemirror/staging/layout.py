@@ -34,6 +34,11 @@ class Warehouse:
         return self.staging_root / schema / table
 
     @property
+    def dropped_root(self) -> Path:
+        """Where dropped tables are kept until their retention period has passed."""
+        return self.root / "_lakemirror" / "dropped"
+
+    @property
     def control_root(self) -> Path:
         return self.root / "_lakemirror" / "control"
 

@@ -1,20 +1,16 @@
 """Tables whose landing folder was deleted or recreated, and dropping what lakemirror keeps of
-them: the mirrored table, its batch bookkeeping, its registry rows and its staging table."""
+them: the mirrored table, its batch bookkeeping, its registry rows and its staging table move
+to the warehouse's dropped area."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from deltalake import DeltaTable
-
-from lakemirror.conflicts import retry_on_conflict
 from lakemirror.landing import LandingTable
 from lakemirror.landing.discovery import ALL_TABLES
 from lakemirror.landing.incarnation import read_mark
+from lakemirror.staging.dropped import DroppedCopy, keep_dropped
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.registry import register_relations
@@ -70,24 +66,11 @@ def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
             for table in sorted(schema.iterdir()) if table.is_dir()]
 
 
-def drop_table_data(warehouse: Warehouse, retirement: Retirement, *,
-                    progress: Callable[[str], None] = lambda message: None) -> None:
-    """Delete the table's data. Staging goes last: while it exists the table counts as staged,
-    so a crash midway only means the next run drops the table again. The bookkeeping delete
-    is retried when dbt hooks of another run append batches meanwhile (a commit conflict)."""
+def drop_table_data(warehouse: Warehouse, retirement: Retirement) -> DroppedCopy:
+    """Move the table's data into the warehouse's dropped area (see `staging.dropped`), where
+    it is kept for the retention period, and forget its relations."""
     schema, name = retirement.schema, retirement.table
-    _remove(warehouse.mirrored_path(schema, name))
-    if not warehouse.staging_path(schema, name + "__history").exists():  # not a mirror itself
-        _remove(warehouse.mirrored_path(schema, name + "__history"))  # its history model's
-    batches = str(warehouse.control_path("mirror_batches"))
-    if DeltaTable.is_deltatable(batches):
-        retry_on_conflict(lambda: DeltaTable(batches).delete(
-                              f"relation_name in ('{schema}.{name}', '{schema}.{name}__history')"),
-                          what=f"forget the batches of {schema}.{name}", progress=progress)
-    _remove(warehouse.staging_path(schema, name))
+    incarnation = StagingTable(warehouse.staging_path(schema, name)).incarnation()
+    copy = keep_dropped(warehouse, schema, name, incarnation, retirement.reason)
     register_relations(warehouse, [])  # forgets tables whose folders are gone
-
-
-def _remove(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
+    return copy

@@ -1,0 +1,161 @@
+"""The warehouse's dropped area: what lakemirror keeps of a dropped table until its retention
+period has passed, so that a drop by mistake (a deleted folder, a wrong landing zone) costs no
+data.
+
+A dropped table's staging, mirrored and history tables move, with its applied batches, to
+`<warehouse>/_lakemirror/dropped/<schema>/<table>/<incarnation>/`, next to `dropped.json`
+(the table, its incarnation id, when and why). `restore_copy` moves them back.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from lakemirror.conflicts import retry_on_conflict
+from lakemirror.delta.rows import query_table
+from lakemirror.staging.layout import Warehouse
+
+RECORD = "dropped.json"
+BATCHES = "batches.parquet"
+HISTORY_SUFFIX = "__history"
+
+
+@dataclass(frozen=True)
+class DroppedCopy:
+    """One dropped table kept in the dropped area."""
+
+    schema: str
+    table: str
+    incarnation: str
+    dropped_at: float  # seconds since epoch
+    reason: str
+    path: Path
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def dropped_on(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.dropped_at))
+
+
+def _parts(warehouse: Warehouse, schema: str, table: str, base: Path) -> dict[str, Path]:
+    """Where a table's data lives, live (`base` = the warehouse root) or in a copy."""
+    if base == warehouse.root:
+        return {"staging": warehouse.staging_path(schema, table),
+                "mirrored": warehouse.mirrored_path(schema, table),
+                "history": warehouse.mirrored_path(schema, table + HISTORY_SUFFIX)}
+    return {name: base / name for name in ("staging", "mirrored", "history")}
+
+
+def keep_dropped(warehouse: Warehouse, schema: str, table: str, incarnation: str | None,
+                 reason: str) -> DroppedCopy:
+    """Move the table's data into the dropped area. Staging moves last: while it is in place
+    the table counts as staged, so a crash midway only means the next run drops it again,
+    moving what is left (a copy of the same incarnation is replaced by the newer one)."""
+    copy = DroppedCopy(schema, table, incarnation or "unknown", time.time(), reason,
+                       warehouse.dropped_root / schema / table / (incarnation or "unknown"))
+    if (copy.path / "staging").exists():  # an earlier drop's, finished: this one is newer
+        shutil.rmtree(copy.path)
+    copy.path.mkdir(parents=True, exist_ok=True)
+    (copy.path / RECORD).write_text(json.dumps({
+        "schema": schema, "table": table, "incarnation": copy.incarnation,
+        "dropped_at": copy.dropped_at, "reason": reason}, indent=2), "utf-8")
+    live, kept = _parts(warehouse, schema, table, warehouse.root), _parts(
+        warehouse, schema, table, copy.path)
+    history_is_mirror = warehouse.staging_path(schema, table + HISTORY_SUFFIX).exists()
+    _move(live["mirrored"], kept["mirrored"])
+    if not history_is_mirror:  # a landing table named `<table>__history` is a table itself
+        _move(live["history"], kept["history"])
+    _keep_batches(warehouse, schema, table, copy.path / BATCHES)
+    _move(live["staging"], kept["staging"])
+    return copy
+
+
+def dropped_copies(warehouse: Warehouse, qualified_name: str | None = None
+                   ) -> list[DroppedCopy]:
+    """The copies in the dropped area (of one table), oldest first."""
+    copies = []
+    for record in warehouse.dropped_root.glob(f"*/*/*/{RECORD}"):
+        try:
+            document = json.loads(record.read_text("utf-8"))
+            copy = DroppedCopy(str(document["schema"]), str(document["table"]),
+                               str(document["incarnation"]), float(document["dropped_at"]),
+                               str(document["reason"]), record.parent)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # half written: the drop it belongs to is redone by the next run
+        if qualified_name in (None, copy.qualified_name):
+            copies.append(copy)
+    return sorted(copies, key=lambda copy: copy.dropped_at)
+
+
+def restore_copy(warehouse: Warehouse, copy: DroppedCopy) -> None:
+    """Move the copy's data back in place (staging first: the table then counts as staged,
+    and a crash midway leaves the rest in the copy for `restore` to finish)."""
+    live, kept = _parts(warehouse, copy.schema, copy.table, warehouse.root), _parts(
+        warehouse, copy.schema, copy.table, copy.path)
+    for part in ("staging", "mirrored", "history"):
+        _move(kept[part], live[part])
+    batches = copy.path / BATCHES
+    if batches.exists():
+        path = str(warehouse.control_path("mirror_batches"))
+        rows = pq.read_table(batches)
+        if DeltaTable.is_deltatable(path):
+            rows = rows.cast(pa.schema(DeltaTable(path).schema().to_arrow()))
+        retry_on_conflict(lambda: write_deltalake(path, rows, mode="append"),
+                          what=f"restore the batches of {copy.qualified_name}",
+                          progress=lambda message: None)
+    shutil.rmtree(copy.path)
+    _remove_empty(copy.path.parent, warehouse.dropped_root)
+
+
+def purge_dropped(warehouse: Warehouse, retention_days: float, *,
+                  now: float | None = None) -> list[DroppedCopy]:
+    """Delete the copies dropped longer ago than the retention period."""
+    cutoff = (time.time() if now is None else now) - retention_days * 86_400
+    expired = [copy for copy in dropped_copies(warehouse) if copy.dropped_at < cutoff]
+    for copy in expired:
+        shutil.rmtree(copy.path)
+        _remove_empty(copy.path.parent, warehouse.dropped_root)
+    return expired
+
+
+def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: Path) -> None:
+    """Move the table's (and its history's) rows of mirror_batches into `kept`: a restored
+    table goes on from the batches it had applied. The delete is retried when dbt hooks of
+    another run append batches meanwhile (a commit conflict)."""
+    path = warehouse.control_path("mirror_batches")
+    if not DeltaTable.is_deltatable(str(path)):
+        return
+    names = f"relation_name in ('{schema}.{table}', '{schema}.{table}{HISTORY_SUFFIX}')"
+    rows = query_table(path, f"select * from delta_table where {names}")
+    if rows.num_rows:
+        pq.write_table(rows, kept)
+    retry_on_conflict(lambda: DeltaTable(str(path)).delete(names),
+                      what=f"forget the batches of {schema}.{table}",
+                      progress=lambda message: None)
+
+
+def _move(source: Path, destination: Path) -> None:
+    if not source.exists():
+        return
+    if destination.exists():
+        shutil.rmtree(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    source.rename(destination)
+
+
+def _remove_empty(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents up to `root` while they are empty."""
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
