@@ -4,6 +4,7 @@ compaction; and it is built only when the dbt var `lakemirror_history` asks for 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pyarrow as pa
@@ -165,3 +166,52 @@ def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     assert enabled(["dbo.t"]) and enabled(["*"])
     assert not enabled(["dbo.t"], warehouse="/wh/prod")
     assert set(write_history_model(tmp_path, model).values()) == {"unchanged"}
+
+
+def run_cli(service, command: str):
+    """`lakemirror <command> --json` on the service's zone, warehouse and project."""
+    from click.testing import CliRunner
+
+    from lakemirror.cli.main import cli
+
+    mirroring = (["--landing-zone", str(service.landing_zone), "--project-dir",
+                  str(service.project_dir)] if command != "status" else [])
+    return CliRunner().invoke(cli, [command, "--json", "--warehouse", str(service.warehouse),
+                                    *mirroring])
+
+
+def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrades_it(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    project = service.project_dir / "dbt_project.yml"
+    project.write_text(project.read_text().replace(
+        "vars:\n", "vars:\n  lakemirror_history: ['*']\n"))
+    for table in ("Broken", "Tested", "Ok"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FILES[0], SCHEMA)
+    assert run_cli(service, "ingest").exit_code == 0  # writes the models
+    history_folder = service.project_dir / "models/mirror/dbo/history"
+    broken = history_folder / "dbo__broken__history.sql"  # edited: kept as it is
+    broken.write_text(broken.read_text() + "{% if execute %}{{ exceptions.raise_compiler_error("
+                      "'the history broke') }}{% endif %}\n")
+    tested = history_folder / "dbo__tested__history.yml"
+    tested.write_text(tested.read_text().replace(
+        "      - name: _lm_valid_to\n",
+        "      - name: _lm_valid_to\n        data_tests:\n          - not_null\n"))
+
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    assert (tables["broken"]["status"], tables["broken"]["error_class"]) == ("failed", "system")
+    assert "dbt model dbo__broken__history" in tables["broken"]["error"]
+    assert "the history broke" in tables["broken"]["error"]
+    assert tables["tested"]["status"] == "degraded"
+    assert "not_null_dbo__tested__history__lm_valid_to" in tables["tested"]["error"]
+    assert (tables["ok"]["status"], tables["ok"]["error"]) == ("replicating", None)
+    assert mirrored_rows(service.warehouse, "dbo", "broken") == mirrored_rows(
+        service.warehouse, "dbo", "ok")  # the mirror model itself was applied
+
+    shown = run_cli(service, "status")
+    assert shown.exit_code == 1
+    recorded = {table["table"]: table["status"] for table in json.loads(shown.stdout)["tables"]}
+    assert recorded == {"broken": "failed", "tested": "degraded", "ok": "replicating"}
