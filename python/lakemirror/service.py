@@ -20,6 +20,7 @@ from lakemirror.codegen import (
     retire_history_model,
     retire_model,
     warehouse_names,
+    without_history_clashes,
     write_history_model,
     write_model,
 )
@@ -169,7 +170,8 @@ class MirrorService:
     def _locked_scope(self, selected: Sequence[str]
                       ) -> Iterator[tuple[list[LandingTable], Scope]]:
         """Lock the run's tables (landing-zone and staged ones, or the selected ones), then
-        yield the landing zone's tables as found once the locks are held, and the scope."""
+        yield the landing zone's tables as found once the locks are held (a folder that lost
+        its name to a history model failing), and the scope."""
         self.run_warnings = []
         known = [table.qualified_name for table in discover_tables(self.landing_zone)]
         if hidden := hidden_entries(self.landing_zone):
@@ -180,7 +182,8 @@ class MirrorService:
         scope = resolve_scope(selected, known)
         with table_locks(self.warehouse, sorted(scope.names), timeout=self.lock_timeout,
                          progress=self.progress):
-            yield discover_tables(self.landing_zone), scope
+            yield without_history_clashes(discover_tables(self.landing_zone),
+                                          staged_tables(self.layout)), scope
 
     def drop_retired(self, tables: list[LandingTable],
                      scope: Scope | None = None) -> list[TableStatus]:

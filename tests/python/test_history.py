@@ -180,12 +180,17 @@ def run_cli(service, command: str):
                                     *mirroring])
 
 
-def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrades_it(
-        tmp_path):
-    zone, service = mirror_setup(tmp_path)
+def history_for_all(service) -> None:
+    """Turn history on for every table, in the project's dbt_project.yml."""
     project = service.project_dir / "dbt_project.yml"
     project.write_text(project.read_text().replace(
         "vars:\n", "vars:\n  lakemirror_history: ['*']\n"))
+
+
+def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrades_it(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    history_for_all(service)
     for table in ("Broken", "Tested", "Ok"):
         zone.table(table, ["id"])
         zone.write(table, 1, FILES[0], SCHEMA)
@@ -215,3 +220,43 @@ def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrad
     assert shown.exit_code == 1
     recorded = {table["table"]: table["status"] for table in json.loads(shown.stdout)["tables"]}
     assert recorded == {"broken": "failed", "tested": "degraded", "ok": "replicating"}
+
+
+def test_a_landing_table_named_like_a_history_fails_alone_and_the_first_keeps_the_name(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    history_for_all(service)
+    for table in ("T", "T__History"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FILES[0], SCHEMA)
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    loser = tables["t__history"]
+    assert (loser["status"], loser["error_class"]) == ("failed", "user")
+    assert "'T__History' maps to table dbo.t__history" in loser["error"]
+    assert "history model and table of dbo.t (folder 'T'" in loser["error"]
+    assert "rename the folder 'T__History'" in loser["error"]
+    assert tables["t"]["status"] == "replicating", tables["t"]["error"]
+    assert history(service.warehouse) == expected_after(1)  # t's history, not the folder's rows
+    assert not (service.warehouse / "_lakemirror/staging/dbo/t__history").exists()
+
+    # A landing table mirrored before the table whose history would take its name keeps it.
+    zone.table("Orders__History", ["id"])
+    zone.write("Orders__History", 1, FILES[0], SCHEMA)
+    shutil.rmtree(zone.root / "T__History")
+    assert run_cli(service, "run").exit_code == 0
+    zone.table("Orders", ["id"])
+    zone.write("Orders", 1, FILES[0], SCHEMA)
+    zone.write("Orders__History", 2, FILES[1], SCHEMA)
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    assert tables["orders"]["status"] == "failed"
+    assert ("history model and table of dbo.orders (folder 'Orders') would be named "
+            "dbo.orders__history") in tables["orders"]["error"]
+    assert "rename the folder 'Orders'" in tables["orders"]["error"]
+    assert tables["orders__history"]["status"] == "replicating"
+    assert mirrored_rows(service.warehouse, "dbo", "orders__history") == as_multiset(
+        apply_changes(FILES[:2], ["id"]))
+    assert not (service.warehouse / "dbo" / "orders").exists()
