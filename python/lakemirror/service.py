@@ -54,7 +54,9 @@ from lakemirror.monitor import (
     applied_positions,
     monitor_record,
     read_monitor,
+    read_records,
     record_partner_events,
+    with_recorded_folders,
     write_monitor,
 )
 from lakemirror.staging import (
@@ -133,7 +135,7 @@ class MirrorService:
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
             self._maintain([f"{s.schema}.{s.table}" for s in statuses if s.status != "failed"
                             and self._is_staged_name(s.schema, s.table)])
-            return dropped + statuses
+            return with_recorded_folders(dropped, previous) + statuses
 
     def _maintain(self, names: list[str]) -> None:
         """Maintain the healthy tables whose maintenance is due (their locks are held)."""
@@ -163,6 +165,7 @@ class MirrorService:
             dropped = self.drop_retired(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             statuses = [self._status(result, []) for result in ingested]
+            dropped = with_recorded_folders(dropped, read_monitor(self.layout))
             self._record(ingested, statuses, scope, applied_now=False)
             return dropped + statuses
 
@@ -310,10 +313,11 @@ class MirrorService:
         """Write this run's monitoring records, keeping those of tables not selected for it."""
         with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
             try:
-                previous = read_monitor(self.layout)
+                records = read_records(self.layout)  # of each folder, whatever its case
+                previous = {(record.schema, record.table): record for record in records}
                 applied = applied_positions(self.layout)
-                kept = [record for (schema, table), record in previous.items()
-                        if scope.explicit and f"{schema}.{table}" not in scope]
+                kept = [record for record in records if scope.explicit
+                        and f"{record.schema}.{record.table}" not in scope]
                 write_monitor(self.layout, kept + [
                     monitor_record(result, status, previous.get((status.schema, status.table)),
                                    applied.get(f"{status.schema}.{status.table}", 0),

@@ -32,9 +32,11 @@ def failed_ingest(table: LandingTable, error: Exception, warehouse: Path,
 
 def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
                  attempts: int) -> TableStatus:
-    """The table's status after ingest and `dbt build`, with its ingest's warnings."""
+    """The table's status after ingest and `dbt build`, with its ingest's warnings and its
+    folder."""
     return dataclasses.replace(_outcome(result, nodes, rows, attempts=attempts),
-                               warnings=result.metadata.warnings)
+                               warnings=result.metadata.warnings,
+                               folder=result.table.zone_folder)
 
 
 def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
