@@ -91,7 +91,8 @@
     {%- set built = {} -%}
     {%- for node in graph.nodes.values() if node.resource_type in ('model', 'seed', 'snapshot')
         and node.config.materialized != 'ephemeral' -%}
-        {%- do built.update({node.unique_id: (node.schema ~ '.' ~ (node.alias or node.name)) | lower}) -%}
+        {%- set name = node.schema ~ '.' ~ (node.alias or node.name) -%}
+        {%- do built.update({node.unique_id: name | lower}) -%}
     {%- endfor -%}
     {%- set inputs = {} -%}
     {%- for node in graph.nodes.values() if node.unique_id in built
