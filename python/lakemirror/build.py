@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError
+from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """Outcome of one dbt node (model, seed, test)."""
-
-    unique_id: str
-    status: str
-    message: str | None
-    depends_on: tuple[str, ...] = ()
-    completed_at: float | None = None  # seconds since the epoch
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("error", "fail", "skipped", "runtime error")
 
 
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
@@ -49,7 +35,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
     _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment(env):
+    with _environment({**_plain_log_into_files(), **env}):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
                                         (*project, *sorted(f"{k}={v}" for k, v in env.items())))
@@ -103,6 +89,14 @@ def _completed_at(result: Any) -> float | None:
     timings = [timing.completed_at for timing in getattr(result, "timing", None) or ()
                if getattr(timing, "completed_at", None) is not None]
     return max(timings).replace(tzinfo=timezone.utc).timestamp() if timings else None  # naive UTC
+
+
+def _plain_log_into_files() -> dict[str, str]:
+    """dbt colours its log even into a pipe or a file: plain text there, unless the user
+    chose (DBT_USE_COLORS)."""
+    if "DBT_USE_COLORS" in os.environ or sys.stdout.isatty():
+        return {}
+    return {"DBT_USE_COLORS": "false"}
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from lakemirror.build import NodeResult
+    from lakemirror.node_result import NodeResult
 
 
 DEBUG_VARIABLE = "LAKEMIRROR_DEBUG"  # set by --debug: tracebacks instead of clean failures

@@ -70,13 +70,16 @@ PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.st
 
 def monitor_record(result: IngestResult, status: TableStatus, previous: TableMonitor | None,
                    applied_position: int, *, applied_now: bool) -> TableMonitor:
-    """This run's monitoring record of one table, accumulating the previous record's counts."""
+    """This run's monitoring record of one table, accumulating the previous record's counts.
+    A failed table synced when the run applied files before its bad one."""
     from lakemirror.landing.changes import ROWS_PER_FILE
 
-    synced = applied_now and status.status != "failed" and status.rows is not None
+    applied = applied_position // ROWS_PER_FILE
+    advanced = applied > (previous.last_sequence_applied if previous else 0)
+    synced = applied_now and status.rows is not None and (status.status != "failed" or advanced)
     return TableMonitor(
         schema=status.schema, table=status.table, status=status.status,
-        last_sequence_applied=applied_position // ROWS_PER_FILE,
+        last_sequence_applied=applied,
         rows=status.rows, files_pending=result.files_pending,
         processed_rows=(previous.processed_rows if previous else 0) + result.staged_rows,
         processed_bytes=(previous.processed_bytes if previous else 0) + result.staged_bytes,

@@ -11,12 +11,11 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult, close_connect_sessions, dbt_invoke, forget_warm_sessions
+from lakemirror.build import close_connect_sessions, dbt_invoke, forget_warm_sessions
 from lakemirror.codegen import (
     HISTORY_SUFFIX,
     MIRROR_FOLDER,
     MirrorModel,
-    ModelConflictError,
     retire_history_model,
     retire_model,
     warehouse_names,
@@ -50,6 +49,8 @@ from lakemirror.idle import (
     record_build,
 )
 from lakemirror.landing import LandingTable, discover_tables, hidden_entries
+from lakemirror.landing.detection import Settling
+from lakemirror.landing.readiness import SETTLE_SECONDS, settle_seconds
 from lakemirror.monitor import (
     applied_positions,
     monitor_record,
@@ -59,9 +60,11 @@ from lakemirror.monitor import (
     with_recorded_folders,
     write_monitor,
 )
+from lakemirror.node_result import NodeResult
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,
+    StagingTable,
     Warehouse,
     ingest_table,
     register_relations,
@@ -248,7 +251,7 @@ class MirrorService:
                 (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
                  str(self.layout.staging_path(r.table.schema, r.table.name))) for r in staged]):
             forget_warm_sessions()  # a deleted mirrored table is then rebuilt, as in a new process
-        return [self._generate_model(result) if result.status != "failed" and result in staged
+        return [self._generate_model(result) if result in staged and self._applies(result)
                 else result for result in ingested]
 
     def _ingest_table(self, table: LandingTable) -> IngestResult:
@@ -258,12 +261,20 @@ class MirrorService:
             for path, recovery in self._owned_tables(table) if table.problem is None else ():
                 check_newest_commit(path, table=table.qualified_name, recovery=recovery)
             result = ingest_table(table, self.layout, retention_days=self.retention_days,
-                                  on_file=lambda file: self.progress(f"  stage {file.path.name}"))
+                                  on_file=lambda file: self.progress(f"  stage {file.path.name}"),
+                                  settle=None if self.warm else self._settle)
         except Exception as error:  # one table's failure stays its own
             return failed_ingest(table, error, self.warehouse)
         for warning in result.metadata.warnings:
             self.progress(f"  warning: {warning}")
         return result
+
+    def _settle(self, settling: Settling) -> None:
+        """Wait until a file that changed just before this one-shot run leaves the settle
+        window (`run --watch` runs again by itself once it has)."""
+        self.progress(f"  waiting {settling.seconds:.1f} s for {settling.path.name} to settle "
+                      f"({SETTLE_SECONDS}={settle_seconds():g})")
+        time.sleep(settling.seconds)
 
     def _owned_tables(self, table: LandingTable) -> list[tuple[Path, str]]:
         """The Delta tables lakemirror keeps of a landing table, and how to recover each."""
@@ -293,19 +304,35 @@ class MirrorService:
                 return error
         return None
 
+    @staticmethod
+    def _applies(result: IngestResult) -> bool:
+        """Whether the table's staged files are applied: a failed table's too (it stops at its
+        bad file, not before), unless its Delta log is damaged or its folder is never touched
+        (a `problem` of the folder itself)."""
+        return result.status != "failed" or (result.error_type != CorruptTableError.__name__
+                                             and result.table.problem is None)
+
     def _generate_model(self, result: IngestResult) -> IngestResult:
-        """Write the table's model from metadata its ingest accepted; a failure to write it
-        fails this table alone."""
-        model = MirrorModel(result.table.schema, result.table.name,
-                            result.metadata.key_columns, result.metadata.conditional_column)
+        """Write the table's model from metadata its ingest accepted (a failed table's from
+        the metadata its staged files were staged with, never from a changed
+        `_metadata.json`); a failure to write it fails this table alone, and a failed table
+        keeps its first error."""
+        staging = StagingTable(self.layout.staging_path(result.table.schema, result.table.name))
         try:
+            metadata = (result.metadata if result.status != "failed"
+                        else staging.accepted_metadata())
+            if metadata is None:
+                return result
+            model = MirrorModel(result.table.schema, result.table.name,
+                                metadata.key_columns, metadata.conditional_column)
             outcomes = write_model(self.project_dir, model, warehouses=self.warehouse_names)
             for path, outcome in (outcomes | write_history_model(self.project_dir,
                                                                  model)).items():
                 if outcome != "unchanged":
                     self.progress(f"model {path.relative_to(self.project_dir)}: {outcome}")
-        except (OSError, ModelConflictError) as error:
-            return failed_ingest(result.table, error, self.warehouse, result)
+        except Exception as error:  # one table's failure stays its own
+            return (result if result.status == "failed"
+                    else failed_ingest(result.table, error, self.warehouse, result))
         return result
 
     def _record(self, ingested: list[IngestResult], statuses: list[TableStatus], scope: Scope,

@@ -10,11 +10,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lakemirror.build import NodeResult
 from lakemirror.codegen.history import HISTORY_SUFFIX
 from lakemirror.conflicts import classify_conflict
 from lakemirror.errors import EngineCrashError
 from lakemirror.landing import LandingTable
+from lakemirror.node_result import NodeResult
 from lakemirror.staging import IngestResult, staging_table_name
 from lakemirror.staging.failures import as_failure
 from lakemirror.status import TableStatus

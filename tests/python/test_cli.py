@@ -9,14 +9,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
+from lakemirror.engine import EngineAddress
+from lakemirror.engine.plain_dbt import ENGINE_MARK, embedded_engine
+from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
-from conftest import as_multiset, copy_project, mirrored_rows
+from conftest import REPO, as_multiset, copy_project, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -34,6 +38,13 @@ def test_missing_landing_zone_is_a_usage_error_with_a_clear_message(tmp_path):
     assert result.exit_code == 2
     assert "landing zone" in result.output and "does not exist" in result.output
     assert "LAKEMIRROR_LANDING_ZONE" in result.output
+
+
+def test_version_names_the_installed_package():
+    from importlib.metadata import version
+
+    result = run_cli("--version")
+    assert result.exit_code == 0 and result.output == f"lakemirror, version {version('lakemirror')}\n"
 
 
 def test_missing_option_is_a_usage_error():
@@ -131,6 +142,56 @@ def test_background_engine_then_plain_dbt_run_merges_in_new_processes(zone, tmp_
     assert "MERGE" in operations and len([op for op in operations if "CREATE" in op]) == 1
 
 
+@pytest.mark.parametrize("made_by", ["repository", "init"])
+def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, made_by):
+    """Spark Connect's client would retry the missing engine for about ten minutes, silently:
+    the timeouts only keep a regression from hanging the suite."""
+    if made_by == "init":
+        project = tmp_path / "project"
+        init_project(project)
+        profiles = project
+    else:
+        project = copy_project(tmp_path / "project")
+        profiles = project / "profiles"
+    (project / "models").mkdir(exist_ok=True)
+    (project / "models" / "one.sql").write_text("select 1 as id\n")  # dbt connects to run it
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_ENGINE_PORT": str(free_port()), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "DBT_PROFILES_DIR": str(profiles)}
+
+    def dbt(*args):
+        return subprocess.run([str(BIN / "dbt"), *args], env=env, cwd=project,
+                              capture_output=True, text=True, timeout=60)
+
+    assert dbt("parse").returncode == 0  # needs no engine
+    run = dbt("run")
+    assert run.returncode == 2, run.stdout
+    assert (f"the embedded engine is not running: nothing answers at "
+            f"127.0.0.1:{env['LAKEMIRROR_ENGINE_PORT']}") in run.stdout
+    assert "lakemirror engine start" in run.stdout
+    with socket.socket() as engine:  # a background engine on another port: its port is named
+        engine.bind(("127.0.0.1", 0))
+        engine.listen()
+        port = engine.getsockname()[1]
+        (tmp_path / "home").mkdir()
+        (tmp_path / "home" / "engine.json").write_text(json.dumps(
+            {"pid": os.getpid(), "host": "127.0.0.1", "port": port}))
+        build = dbt("build")
+    assert build.returncode == 2, build.stdout
+    assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout
+
+
+def test_only_the_embedded_target_is_checked_for_a_running_engine():
+    """The `connect` target keeps Spark Connect's retries, which ride out a server's restart."""
+    outputs = yaml.safe_load((REPO / "profiles" / "profiles.yml").read_text())["lakemirror"][
+        "outputs"]
+    assert [name for name, output in outputs.items()
+            if ENGINE_MARK in output.get("server_side_parameters", {})] == ["embedded"]
+    assert embedded_engine(outputs["connect"]["server_side_parameters"]) is None
+    assert embedded_engine({"spark.remote": "sc://engine:7/;token=x", ENGINE_MARK: "embedded"}
+                           ) == EngineAddress("engine", 7)
+
+
 def test_a_run_waits_for_a_table_another_run_holds_then_names_it(zone, tmp_path):
     zone.table("T", ["id"])
     with table_locks(tmp_path / "wh", ["dbo.t"], timeout=0, progress=print):
@@ -165,7 +226,9 @@ def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_
     command = [str(BIN / "lakemirror"), "run"]
     for sequence, rows in enumerate(files[:3], 1):
         zone.write("T", sequence, rows, SCHEMA)
-    assert subprocess.run(command, env=env, capture_output=True, timeout=300).returncode == 0
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and "Completed successfully" in first.stderr + first.stdout
+    assert "\x1b[" not in first.stderr + first.stdout  # dbt's log is plain text into a pipe
     for sequence, rows in enumerate(files[3:], 4):
         zone.write("T", sequence, rows, SCHEMA)
     victim = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from lakemirror.build import NodeResult
+from lakemirror.node_result import NodeResult
 from lakemirror.conflicts import Backoff, ConflictKind, classify_conflict, retry_on_conflict
 from lakemirror.errors import ConfigError, LockTimeoutError
 from lakemirror.reference import ROW_MARKER, apply_changes

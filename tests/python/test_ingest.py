@@ -62,6 +62,18 @@ def test_gap_waits_naming_the_missing_file_and_later_files_wait(zone, tmp_path):
     assert [row["id"] for row in staged(tmp_path, "dbo", "t")] == [1, 3, 2]
 
 
+def test_gap_in_a_delimited_table_names_the_file_with_its_own_extension(zone, tmp_path):
+    folder = zone.root / "T"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(
+        '{"keyColumns": ["id"], "FileFormat": "DelimitedText", "FileExtension": "csv"}')
+    (folder / "00000000000000000001.csv").write_bytes(b"id,__rowMarker__\r\n1,0\r\n")
+    (folder / "00000000000000000003.csv").write_bytes(b"id,__rowMarker__\r\n2,0\r\n")
+    result = ingest_all(zone, tmp_path)["dbo.t"]
+    assert result.status == "waiting"
+    assert "waiting for missing file 00000000000000000002.csv" in result.error
+
+
 def test_committed_files_move_except_the_newest(zone, tmp_path):
     folder = zone.table("T", ["id"])
     for sequence in (1, 2, 3):

@@ -117,6 +117,14 @@ def test_inspect_text_is_a_block_per_table(warehouse):
     assert "ADD FEATURE" in result.output
 
 
+def test_inspect_text_says_a_legacy_protocol_only_implies_its_features(warehouse):
+    plain = run_cli("inspect", "dbo.plain", "--warehouse", str(warehouse)).output
+    assert ("features    read: -; write: appendOnly, invariants (what protocol 1/2 asks "
+            "clients to support; not settings in use)") in plain
+    dv = run_cli("inspect", "dbo.dv", "--warehouse", str(warehouse)).output
+    assert "not settings in use" not in dv
+
+
 def test_unknown_table_is_a_config_error_listing_known_tables(warehouse):
     result = run_cli("inspect", "dbo.nope", "--warehouse", str(warehouse))
     assert result.exit_code == 2

@@ -4,6 +4,7 @@ and the warnings a run reports about them, per table and per run, in its JSON.""
 
 import json
 import os
+import re
 import time
 
 import pyarrow as pa
@@ -16,10 +17,10 @@ from lakemirror.cli.main import cli
 from lakemirror.errors import ConfigError
 from lakemirror.landing import discover_tables
 from lakemirror.landing.readiness import SETTLE_SECONDS, settle_seconds
-from lakemirror.reference import ROW_MARKER
+from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging import Warehouse, ingest_table
 
-from conftest import copy_project
+from conftest import as_multiset, copy_project, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -121,6 +122,49 @@ def test_guid_named_files_wait_while_in_flight_by_update_time(zone, tmp_path):
     (folder / writing).write_bytes(parquet_bytes([{"id": 1, "v": "b", M: 1}]))
     result = ingest(zone.root, tmp_path / "wh")
     assert (result.status, result.last_sequence) == ("replicating", 2), result.error
+
+
+def csv_text(rows) -> bytes:
+    return ("id,v,__rowMarker__\r\n" + "".join(
+        f"{row['id']},{row['v']},{row[M]}\r\n" for row in rows)).encode()
+
+
+@pytest.mark.slow
+def test_a_one_shot_run_waits_out_the_window_of_files_that_just_landed(zone, tmp_path):
+    """An hourly job stages a file that changed just before it in this run, not the next."""
+    folder = zone.table("T", ["id"])
+    files = [[{"id": "1", "v": "a", M: 0}, {"id": "2", "v": "b", M: 0}],
+             [{"id": "1", "v": "a2", M: 1}, {"id": "2", "v": "b", M: 2}]]
+    for sequence, rows in enumerate(files, 1):
+        (folder / f"{sequence:020d}.csv").write_bytes(csv_text(rows))
+    result = CliRunner().invoke(cli, [
+        "run", "--landing-zone", str(zone.root), "--warehouse", str(tmp_path / "wh"),
+        "--project-dir", str(copy_project(tmp_path / "project"))],
+        env={SETTLE_SECONDS: "1.5"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"waiting [01]\.\d s for 00000000000000000001\.csv to settle "
+                     rf"\({SETTLE_SECONDS}=1\.5\)", result.output), result.output
+    assert re.search(r"dbo\.t\s+replicating\s+2\s+1", result.output), result.output
+    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
+    assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(expected)
+
+
+def test_a_file_still_changing_after_the_wait_keeps_its_table_waiting(zone, table_folder,
+                                                                        tmp_path, monkeypatch):
+    monkeypatch.setenv(SETTLE_SECONDS, "600")
+    (table_folder / "00000000000000000001.csv").write_bytes(CSV)
+    waits = []
+
+    def settle(settling):  # the publisher is still writing while the run waits
+        waits.append(settling)
+        (table_folder / "00000000000000000001.csv").write_bytes(CSV + b"2,b,0\r\n")
+
+    [table] = discover_tables(zone.root)
+    result = ingest_table(table, Warehouse(tmp_path / "wh"), settle=settle)
+    assert (result.status, result.last_sequence) == ("waiting", 0)
+    assert "settle window" in result.error
+    [waited] = waits  # once, for at most the window
+    assert waited.path.name == "00000000000000000001.csv" and 599 < waited.seconds <= 600
 
 
 @pytest.mark.parametrize("value", ["-1", "soon", "inf", "nan"])

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult, dbt_invoke
+from lakemirror.build import dbt_invoke
+from lakemirror.node_result import NodeResult
 from lakemirror.service import engine_address
 
 from conftest import ENGINES, as_multiset, copy_project

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dbt_project.yml", "macros",
-           "profiles", "python/lakemirror")
+           "profiles", "python/lakemirror", "python/dbt_lakemirror")
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), (M, pa.int32())])
 
 
@@ -123,6 +123,9 @@ def test_the_wheel_installed_in_a_fresh_venv_inits_a_project_that_lakemirror_and
     publish(zone, 2, [{"id": 1, "name": "a2", M: 1}, {"id": 2, "name": None, M: 2},
                       {"id": 3, "name": "c", M: 0}])
     assert sh(lakemirror, "ingest", cwd=project).returncode == 0
+    no_engine = sh(*dbt, "run", cwd=project)  # the wheel's dbt plugin, dbt_lakemirror
+    assert no_engine.returncode == 2 and "lakemirror engine start" in no_engine.stdout, (
+        no_engine.stdout)
     assert sh(lakemirror, "engine", "start", cwd=project).returncode == 0
     try:
         dbt_run = sh(*dbt, "run", cwd=project)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from lakemirror.build import NodeResult
+from lakemirror.node_result import NodeResult
 from lakemirror.delta import Protocol
 from lakemirror.reference import ROW_MARKER
 from lakemirror.service import MirrorService

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.watch import zone_signature
 
-from conftest import Zone, as_multiset, copy_project, mirrored_rows
+from conftest import Zone, as_multiset, copy_project, fail_if_hung, mirror_setup, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -48,6 +48,18 @@ def test_signature_changes_when_a_file_settles(tmp_path, monkeypatch):
     monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "0.001")  # the window has passed
     time.sleep(0.01)
     assert zone_signature(zone.root) != writing
+
+
+def test_a_warm_run_leaves_a_settling_file_for_its_next_run_without_waiting(tmp_path,
+                                                                            monkeypatch):
+    """`run --watch` runs again once the file settled (above), so it never waits it out."""
+    zone, service = mirror_setup(tmp_path)
+    (zone.table("T", ["id"]) / "00000000000000000001.csv").write_text("id,__rowMarker__\r\n1,0\r\n")
+    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "600")
+    service.warm = True  # as watch() sets it
+    with fail_if_hung(60, "a warm run waited out the settle window"):
+        [status] = service.run()
+    assert status.status == "waiting" and "settle window" in status.error
 
 
 def wait_for(condition, seconds=90):

@@ -75,7 +75,8 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Rows of the storage table [100,000; smoke 2,000].")
 @click.option("--storage-changes", type=click.IntRange(min=1), default=None,
               help="Changes per file of the storage table [1,000; smoke 100].")
-@click.option("--plot", "plot_file", type=PATH, default=None,
+@click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
 @click.option("--dir", "directory", type=PATH, default=Path("bench-run"), show_default=True,
               help="Working folder (recreated); progress goes to its progress.log too.")

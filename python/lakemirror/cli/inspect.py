@@ -19,6 +19,7 @@ from lakemirror.delta import (
     read_log,
     select_table,
 )
+from lakemirror.delta.features import TABLE_FEATURES_WRITER_VERSION, Protocol
 from lakemirror.delta.log import ISOLATION_LEVEL, UNSET_ISOLATION_LEVEL
 from lakemirror.errors import ConfigError
 from lakemirror.staging import Warehouse
@@ -138,8 +139,7 @@ def _log_text(log: TableLog) -> list[str]:
         f"{log.table.name}  {log.table.path}",
         f"  protocol    reader {protocol.min_reader_version}, writer "
         f"{protocol.min_writer_version}",
-        f"  features    read: {_names(protocol.features_to_read())}; "
-        f"write: {_names(protocol.features_to_write())}",
+        f"  features    {_features_text(protocol)}",
         f"  isolation   {isolation}",
         f"  properties  {', '.join(properties) or '-'}",
     ]
@@ -161,6 +161,17 @@ def _verdict_text(verdict: Verdict) -> str:
     parts = [f"cannot {action}: {', '.join(reasons)}" for action, reasons in
              (("read", verdict.cannot_read), ("write", verdict.cannot_write)) if reasons]
     return "; ".join(parts)
+
+
+def _features_text(protocol: Protocol) -> str:
+    """What clients must support to read and write; a legacy protocol version only implies
+    features (writer 2: appendOnly, invariants), which says nothing of their being in use."""
+    text = (f"read: {_names(protocol.features_to_read())}; "
+            f"write: {_names(protocol.features_to_write())}")
+    if protocol.min_writer_version >= TABLE_FEATURES_WRITER_VERSION:
+        return text
+    return (f"{text} (what protocol {protocol.min_reader_version}/"
+            f"{protocol.min_writer_version} asks clients to support; not settings in use)")
 
 
 def _names(features: frozenset[str]) -> str:

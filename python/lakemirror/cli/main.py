@@ -45,6 +45,7 @@ class ErrorBoundary(click.Group):
 
 
 @click.group(cls=ErrorBoundary, context_settings={"auto_envvar_prefix": "LAKEMIRROR"})
+@click.version_option(package_name="lakemirror", prog_name="lakemirror")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

@@ -91,7 +91,7 @@ def background_engine() -> EngineAddress | None:
     except (OSError, ValueError):
         return None
     address = EngineAddress(state["host"], int(state["port"]))
-    return address if _answers(address) and _alive(int(state["pid"])) else None
+    return address if answers(address) and _alive(int(state["pid"])) else None
 
 
 def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> EngineAddress:
@@ -100,7 +100,7 @@ def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> Engi
     if running:
         return running
     address = EngineAddress(HOST, port)
-    if _answers(address):
+    if answers(address):
         raise EngineError(f"port {port} is already in use by another program",
                           hint="pass --port with a free port")
     log = state_file().with_suffix(".log")
@@ -111,7 +111,7 @@ def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> Engi
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     deadline = time.monotonic() + timeout
-    while not _answers(address):
+    while not answers(address):
         if process.poll() is not None or time.monotonic() > deadline:
             raise EngineError(f"the embedded engine did not start; see {log}")
         time.sleep(0.1)
@@ -163,7 +163,8 @@ def stop_background() -> bool:
     return True
 
 
-def _answers(address: EngineAddress) -> bool:
+def answers(address: EngineAddress) -> bool:
+    """Whether something accepts connections at `address` (at once on loopback)."""
     try:
         with socket.create_connection((address.host, address.port), timeout=0.5):
             return True

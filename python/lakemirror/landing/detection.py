@@ -18,7 +18,7 @@ from pathlib import Path
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
 from lakemirror.landing.metadata import TableMetadata
-from lakemirror.landing.readiness import in_flight, settle_seconds
+from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
 from lakemirror.landing.zone import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
@@ -46,6 +46,14 @@ class StagedFiles:
 
 
 @dataclass(frozen=True)
+class Settling:
+    """The file a table waits for only because it changed within the settle window."""
+
+    path: Path
+    seconds: float  # until it leaves the window, if it does not change again
+
+
+@dataclass(frozen=True)
 class Detection:
     """New files in apply order, older staged files still in place (to move), what the table
     waits for (a gap, a file in flight), and warnings."""
@@ -55,6 +63,7 @@ class Detection:
     waiting_for: str | None = None
     blocked: int = 0  # files after a gap or a file in flight
     warnings: tuple[str, ...] = ()
+    settling: Settling | None = None  # when the file in flight is only settling
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
@@ -88,8 +97,10 @@ def _until_in_flight(table: LandingTable, metadata: TableMetadata,
         entry = Entry(file.path, "file", "a regular file", file.size, file.mtime_ns)
         reason = in_flight(table.door, entry, parquet=metadata.delimited is None, window=window)
         if reason is not None:
+            seconds = settles_in(entry, window) if entry.size else 0.0
             return replace(detection, pending=detection.pending[:index], waiting_for=reason,
-                           blocked=detection.blocked + len(detection.pending) - index)
+                           blocked=detection.blocked + len(detection.pending) - index,
+                           settling=Settling(file.path, seconds) if seconds else None)
     return detection
 
 
@@ -116,7 +127,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
         if number != expected:
             blocked = len([n for n in numbered if n > expected])
             return Detection(pending, _in_place(numbered, staged),
-                             f"waiting for missing file {sequence_file_name(expected)}", blocked)
+                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked)
         pending.append(SequenceFile(number, numbered[number].path, numbered[number].size,
                                     numbered[number].mtime_ns))
         expected += 1
@@ -175,5 +186,4 @@ def _misnamed(table: LandingTable, path: Path, number: str, suffix: str,
                else f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
     return FileNameError(
         f"file name {path.name!r} {problem}", table=table.qualified_name, file=str(path),
-        hint=f"name change files {expected}, e.g. {sequence_file_name(1).split('.')[0]}"
-             f"{suffixes[0]}")
+        hint=f"name change files {expected}, e.g. {sequence_file_name(1, suffixes[0])}")

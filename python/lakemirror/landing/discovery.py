@@ -104,8 +104,8 @@ def staging_table_name(schema: str, table: str) -> str:
     return f"{schema}__{table}"
 
 
-def sequence_file_name(sequence: int) -> str:
-    return f"{sequence:020d}.parquet"
+def sequence_file_name(sequence: int, suffix: str = ".parquet") -> str:
+    return f"{sequence:020d}{suffix}"
 
 
 def _candidates(entries: Iterable[Entry]) -> list[Entry]:

@@ -5,7 +5,9 @@ a delimited file with no rows still has its header). A Parquet file whose footer
 (it begins and ends with `PAR1`, and its footer length fits) is ready at once, as Parquet
 writers write the footer last. Any other file is ready once it has not changed for the settle
 window, LAKEMIRROR_SETTLE_SECONDS (default 2 s). A table whose next file is in flight waits for
-it; a file that is still unreadable once it settled fails the table as any bad file does.
+it; a file that is still unreadable once it settled fails the table as any bad file does. A
+one-shot run waits out the rest of the window of a file that is only settling (`settles_in`),
+so an hourly job stages a file that landed just before it, not an hour later.
 """
 
 from __future__ import annotations
@@ -35,11 +37,23 @@ def in_flight(door: LandingZone, entry: Entry, *, parquet: bool, window: float) 
                 "lakemirror stages it once it has content (delete it if it was abandoned)")
     if parquet and _complete_parquet(door, entry):
         return None
-    age = (time.time_ns() - entry.mtime_ns) / 1e9
-    if abs(age) < window:
-        return (f"{entry.name} changed {max(age, 0):.1f} s ago, within the {window:g} s settle "
-                f"window ({SETTLE_SECONDS}); lakemirror stages it once it stops changing")
+    if settles_in(entry, window):
+        return (f"{entry.name} changed {max(_age(entry), 0):.1f} s ago, within the {window:g} s "
+                f"settle window ({SETTLE_SECONDS}); lakemirror stages it once it stops changing")
     return None
+
+
+def settles_in(entry: Entry, window: float) -> float:
+    """Seconds until the file leaves the settle window if it does not change again (0 when it
+    has not changed for the window); at most the window, even with a modification time in the
+    future (another machine's clock)."""
+    age = _age(entry)
+    return 0.0 if abs(age) >= window else min(window - age, window)
+
+
+def _age(entry: Entry) -> float:
+    """Seconds since the file last changed."""
+    return (time.time_ns() - entry.mtime_ns) / 1e9
 
 
 def _complete_parquet(door: LandingZone, entry: Entry) -> bool:

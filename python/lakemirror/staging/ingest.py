@@ -37,6 +37,7 @@ from lakemirror.landing import (
     open_change_file,
     read_metadata,
 )
+from lakemirror.landing.detection import Settling
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
@@ -71,9 +72,13 @@ class IngestResult:
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
-                 on_file: Callable[[SequenceFile], None] = lambda file: None) -> IngestResult:
+                 on_file: Callable[[SequenceFile], None] = lambda file: None,
+                 settle: Callable[[Settling], None] | None = None) -> IngestResult:
     """Stage every new file of `table` in order. Never raises: a bad file, a table with a
-    `problem`, or any other failure (disk full, permissions, a bug) fails only this table."""
+    `problem`, or any other failure (disk full, permissions, a bug) fails only this table.
+    `settle` (one-shot runs) waits out the rest of the settle window once when the table's
+    next file is only settling, and the files are looked at again; without it the table
+    waits for a later run."""
     staging = StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
@@ -101,6 +106,9 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staging.list_used_features()  # a table staged before lakemirror listed them
         incarnation = staging.incarnation_of(table, warn=warnings.append)
         detection = detect_files(table, metadata, staged)
+        if detection.settling is not None and settle is not None:
+            settle(detection.settling)
+            detection = detect_files(table, metadata, staged)
         warnings.extend(detection.warnings)
         move_processed(table, detection.staged_in_place)
         for file in detection.pending:
@@ -159,12 +167,22 @@ class StagingTable:
                               if FILE_KEY in commit)
         return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
 
+    def accepted_metadata(self) -> TableMetadata | None:
+        """The keyColumns and conditional update column the staged files were staged with
+        (None before the first file): the only metadata a model of them may use."""
+        last = self._last_commit()
+        if KEYS_KEY not in last:
+            return None
+        return TableMetadata(key_columns=tuple(json.loads(last[KEYS_KEY])),
+                             conditional_column=last.get(CONDITIONAL_KEY) or None)
+
     def check_keys(self, table: LandingTable, metadata: TableMetadata) -> None:
         """keyColumns are immutable once a table has staged data."""
-        recorded = self._last_commit().get(KEYS_KEY)
-        if recorded is not None and tuple(json.loads(recorded)) != metadata.key_columns:
+        accepted = self.accepted_metadata()
+        if accepted is not None and accepted.key_columns != metadata.key_columns:
             raise MetadataError(
-                f"keyColumns changed from {json.loads(recorded)} to {list(metadata.key_columns)}",
+                f"keyColumns changed from {list(accepted.key_columns)} to "
+                f"{list(metadata.key_columns)}",
                 table=table.qualified_name, file=str(table.folder / "_metadata.json"),
                 hint="keys are immutable: recreate the table folder to change keys")
 
