@@ -99,6 +99,11 @@ def test_every_status_names_its_folder_so_folders_differing_by_case_are_told_apa
             ("dbo.orders", "Orders"), ("dbo.orders", "orders"),
             ("sales.lines", "Sales.schema/Lines")], command
 
+    subprocess.run(["rm", "-r", str(zone.root / "Sales.schema")], check=True)
+    result = run_cli("run", "--json", "--project-dir", env["LAKEMIRROR_PROJECT_DIR"], env=env)
+    dropped = [t for t in json.loads(result.stdout)["tables"] if t["status"] == "dropped"]
+    assert [(t["table"], t["folder"]) for t in dropped] == [("lines", "Sales.schema/Lines")]
+
 
 def free_port():
     with socket.socket() as sock:
