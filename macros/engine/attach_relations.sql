@@ -51,7 +51,7 @@
      that refusal for an empty schema and rebuild every incremental model in it from scratch.
      Building the view's model creates it again. --#}
 {% macro _attach_views(views, known) %}
-    {%- set inputs = lakemirror._view_inputs() -%}
+    {%- set inputs = lakemirror._view_inputs() if views else {} -%}
     {%- set created = [] -%}
     {%- for pass in range(views | length) -%}
         {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower in known -%}
