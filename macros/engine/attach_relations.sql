@@ -32,23 +32,47 @@
         {%- do schemas.append(row[0]) -%}
         {%- do run_query('create schema if not exists ' ~ lakemirror.quote_identifier(row[0])) -%}
     {%- endfor -%}
+    {%- set known = [] -%}
+    {%- for row in rows if row[3] == 'view' or row[2] not in unavailable -%}
+        {%- do known.append((row[0] ~ '.' ~ row[1]) | lower) -%}
+    {%- endfor -%}
     {%- for row in rows if row[3] != 'view' and row[2] not in unavailable -%}
         {%- do run_query('create table if not exists ' ~ lakemirror._registered_name(row)
             ~ ' using ' ~ row[3] ~ " location '" ~ lakemirror._sql_escape(row[2]) ~ "'") -%}
     {%- endfor -%}
-    {%- do lakemirror._attach_views(rows | selectattr(3, 'equalto', 'view') | list) -%}
+    {%- do lakemirror._attach_views(rows | selectattr(3, 'equalto', 'view') | list, known) -%}
     {{ return('') }}
 {% endmacro %}
 
 {#-- Create the registered views, each after the registered views its SQL names (a view on a
-     view), in as many passes as the longest such chain. --#}
-{% macro _attach_views(views) %}
+     view), in as many passes as the longest such chain. A view whose model reads a relation
+     the registry lacks (its data was deleted, so lakemirror forgot it) is skipped with a
+     warning, and so are the views on it: the engine would refuse it, and dbt-spark would take
+     that refusal for an empty schema and rebuild every incremental model in it from scratch.
+     Building the view's model creates it again. --#}
+{% macro _attach_views(views, known) %}
+    {%- set inputs = lakemirror._view_inputs() if views else {} -%}
     {%- set created = [] -%}
     {%- for pass in range(views | length) -%}
-        {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower not in created -%}
+        {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower in known -%}
+            {%- set name = (view[0] ~ '.' ~ view[1]) | lower -%}
+            {%- set lacking = inputs.get(name, []) | reject('in', known) | list -%}
+            {%- if lacking -%}
+                {%- do known.remove(name) -%}
+                {%- do exceptions.warn('lakemirror: view ' ~ name ~ ' is not attached: it reads '
+                    ~ lacking | join(', ') ~ ', which the warehouse no longer holds (deleted '
+                    ~ 'outside dbt?). Fix: build ' ~ lacking | join(', ') ~ ' and the view again'
+                    ~ ' (dbt run --select +' ~ view[1] ~ ').') -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- for pass in range(views | length) -%}
+        {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower not in created
+            and (view[0] ~ '.' ~ view[1]) | lower in known -%}
             {%- set definition = view[4] | lower | replace('`', '') -%}
             {%- set waits_for = [] -%}
             {%- for other in views if (other[0] ~ '.' ~ other[1]) | lower not in created
+                and (other[0] ~ '.' ~ other[1]) | lower in known
                 and other != view and (other[0] ~ '.' ~ other[1]) | lower in definition -%}
                 {%- do waits_for.append(other) -%}
             {%- endfor -%}
@@ -59,6 +83,27 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endfor -%}
+{% endmacro %}
+
+{#-- 'schema.name' of each view model -> 'schema.name' of the models, seeds and snapshots it
+     reads (ephemeral ones are part of its SQL), lower case, from dbt's graph. --#}
+{% macro _view_inputs() %}
+    {%- set built = {} -%}
+    {%- for node in graph.nodes.values() if node.resource_type in ('model', 'seed', 'snapshot')
+        and node.config.materialized != 'ephemeral' -%}
+        {%- set name = node.schema ~ '.' ~ (node.alias or node.name) -%}
+        {%- do built.update({node.unique_id: name | lower}) -%}
+    {%- endfor -%}
+    {%- set inputs = {} -%}
+    {%- for node in graph.nodes.values() if node.unique_id in built
+        and node.config.materialized == 'view' -%}
+        {%- set reads = [] -%}
+        {%- for parent in node.depends_on.nodes if parent in built -%}
+            {%- do reads.append(built[parent]) -%}
+        {%- endfor -%}
+        {%- do inputs.update({built[node.unique_id]: reads}) -%}
+    {%- endfor -%}
+    {{ return(inputs) }}
 {% endmacro %}
 
 {#-- `schema`.`name` of a registry row. --#}

@@ -4,8 +4,8 @@ and the publisher's `_partnerEvents.json`, shown by `lakemirror status`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,6 +42,7 @@ class TableMonitor:
     error: str | None
     error_class: ErrorClass | None
     warnings: tuple[str, ...] = ()
+    folder: str | None = None  # relative to the zone; None in records of older versions
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,9 @@ MONITOR_SCHEMA = pa.schema([
     ("last_sequence_applied", pa.int64()), ("rows", pa.int64()), ("files_pending", pa.int64()),
     ("processed_rows", pa.int64()), ("processed_bytes", pa.int64()), ("last_sync", pa.string()),
     ("error", pa.string()), ("error_class", pa.string()), ("warnings", pa.list_(pa.string())),
+    ("folder", pa.string()),
 ])
-_NOT_COUNTS = ("schema", "table", "error", "error_class", "warnings")  # shown apart as text
+_NOT_COUNTS = ("schema", "table", "folder", "error", "error_class", "warnings")  # shown apart
 PARTNER_SCHEMA = pa.schema([("partner_name", pa.string()), ("source_type", pa.string()),
                             ("source_version", pa.string()),
                             ("additional_information", pa.string())])
@@ -85,6 +87,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
         error=status.error,
         error_class=status.error_class,
         warnings=status.warnings,
+        folder=status.folder,
     )
 
 
@@ -103,11 +106,25 @@ def _now() -> str:
 
 
 def read_monitor(warehouse: Warehouse) -> dict[tuple[str, str], TableMonitor]:
-    """The records of the last run, by (schema, table)."""
+    """The records of the last run, by (schema, table) (of two folders differing only by case,
+    which both fail, one)."""
+    return {(record.schema, record.table): record for record in read_records(warehouse)}
+
+
+def read_records(warehouse: Warehouse) -> list[TableMonitor]:
+    """The records of the last run, one per table folder."""
     rows = _read(warehouse.control_path("table_monitor"))
-    records = [TableMonitor(**{**row, "warnings": tuple(row.get("warnings") or ())})
-               for row in rows]  # records of older versions have no warnings
-    return {(record.schema, record.table): record for record in records}
+    return [TableMonitor(**{**row, "warnings": tuple(row.get("warnings") or ())})
+            for row in rows]  # records of older versions have no warnings
+
+
+def with_recorded_folders(statuses: Sequence[TableStatus],
+                          records: Mapping[tuple[str, str], TableMonitor]) -> list[TableStatus]:
+    """The statuses, those without a folder (a dropped table's is gone) taking the one their
+    table's last record names."""
+    return [replace(status, folder=record.folder)
+            if status.folder is None and (record := records.get((status.schema, status.table)))
+            else status for status in statuses]
 
 
 def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor],
@@ -188,8 +205,8 @@ def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str
     if not records:
         return "\n".join([*publisher, "no tables mirrored yet"])
     columns = [field.name for field in fields(TableMonitor) if field.name not in _NOT_COUNTS]
-    header = ["table", *columns, "error"]
-    body = [[f"{r.schema}.{r.table}", *(_cell(getattr(r, c)) for c in columns),
+    header = ["table", "folder", *columns, "error"]
+    body = [[f"{r.schema}.{r.table}", _cell(r.folder), *(_cell(getattr(r, c)) for c in columns),
              f"[{r.error_class}] {r.error}" if r.error else
              "; ".join(f"warning: {warning}" for warning in r.warnings)] for r in records]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]

@@ -20,6 +20,7 @@ from lakemirror.codegen import (
     retire_history_model,
     retire_model,
     warehouse_names,
+    without_history_clashes,
     write_history_model,
     write_model,
 )
@@ -55,7 +56,9 @@ from lakemirror.monitor import (
     applied_positions,
     monitor_record,
     read_monitor,
+    read_records,
     record_partner_events,
+    with_recorded_folders,
     write_monitor,
 )
 from lakemirror.node_result import NodeResult
@@ -144,7 +147,7 @@ class MirrorService:
             self._record(ingested, statuses, scope, applied_now=bool(nodes))
             self._maintain([f"{s.schema}.{s.table}" for s in statuses if s.status != "failed"
                             and self._is_staged_name(s.schema, s.table)])
-            return dropped + statuses
+            return with_recorded_folders(dropped, previous) + statuses
 
     def _maintain(self, names: list[str]) -> None:
         """Maintain the healthy tables whose maintenance is due (their locks are held)."""
@@ -175,6 +178,7 @@ class MirrorService:
             self._heal(landing, scope)
             ingested = self.ingest([table for table in landing if table.qualified_name in scope])
             statuses = [self._status(result, []) for result in ingested]
+            dropped = with_recorded_folders(dropped, read_monitor(self.layout))
             self._record(ingested, statuses, scope, applied_now=False)
             return dropped + statuses
 
@@ -183,8 +187,8 @@ class MirrorService:
                       ) -> Iterator[tuple[list[LandingTable], Scope]]:
         """Refuse a run on a zone the warehouse does not mirror (see `binding`); lock the
         run's tables (landing-zone and staged ones, or the selected ones), then yield the
-        landing zone's tables as found once the locks are held, and the scope; record the
-        zone's binding after the run."""
+        landing zone's tables as found once the locks are held (a folder that lost its name to
+        a history model failing), and the scope; record the zone's binding after the run."""
         self.run_warnings = []
         known = [table.qualified_name for table in discover_tables(self.landing_zone)]
         zone = zone_identity(self._given_zone)
@@ -197,7 +201,8 @@ class MirrorService:
         scope = resolve_scope(selected, known)
         with table_locks(self.warehouse, sorted(scope.names), timeout=self.lock_timeout,
                          progress=self.progress):
-            yield discover_tables(self.landing_zone), scope
+            yield without_history_clashes(discover_tables(self.landing_zone),
+                                          staged_tables(self.layout)), scope
         self._record_binding(zone)
 
     def _record_binding(self, zone: ZoneIdentity) -> None:
@@ -383,10 +388,11 @@ class MirrorService:
         """Write this run's monitoring records, keeping those of tables not selected for it."""
         with control_lock(self.warehouse, timeout=self.lock_timeout, progress=self.progress):
             try:
-                previous = read_monitor(self.layout)
+                records = read_records(self.layout)  # of each folder, whatever its case
+                previous = {(record.schema, record.table): record for record in records}
                 applied = applied_positions(self.layout)
-                kept = [record for (schema, table), record in previous.items()
-                        if scope.explicit and f"{schema}.{table}" not in scope]
+                kept = [record for record in records if scope.explicit
+                        and f"{record.schema}.{record.table}" not in scope]
                 write_monitor(self.layout, kept + [
                     monitor_record(result, status, previous.get((status.schema, status.table)),
                                    applied.get(f"{status.schema}.{status.table}", 0),

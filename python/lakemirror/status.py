@@ -24,6 +24,7 @@ class TableStatus:
     note: str | None = None
     error_class: Literal["user", "system"] | None = None
     warnings: tuple[str, ...] = ()  # e.g. unknown _metadata.json keys, ignored entries
+    folder: str | None = None  # relative to the zone (`Sales.schema/Orders`); None if unknown
 
     @property
     def unhealthy(self) -> bool:
@@ -38,10 +39,10 @@ def to_json(statuses: Sequence[TableStatus], warnings: Sequence[str] = ()) -> st
 
 
 def to_text(statuses: Sequence[TableStatus]) -> str:
-    header = ("table", "status", "last file", "rows", "error")
-    rows = [(f"{s.schema}.{s.table}", s.status, str(s.last_sequence),
+    header = ("table", "folder", "status", "last file", "rows", "error")
+    rows = [(f"{s.schema}.{s.table}", s.folder or "", s.status, str(s.last_sequence),
              "" if s.rows is None else str(s.rows), s.error or s.note or "") for s in statuses]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[5]
              for row in [header, *rows]]
     return "\n".join(line.rstrip() for line in lines) if rows else "no tables in the landing zone"

@@ -1,7 +1,8 @@
 """What a run did to each table. Any failure, expected or not, becomes that table's `failed`
 status with its class (`user`: the landing zone must change; `system`: lakemirror, the engine
 or the machine), the file and a fix; an engine crash is blamed on the model it was running;
-a failing dbt test on a mirrored model makes the table `degraded`."""
+the table's history model counts as its mirror model does: its failure fails the table, and a
+failing dbt test on either makes the table `degraded`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from lakemirror.codegen.history import HISTORY_SUFFIX
 from lakemirror.conflicts import classify_conflict
 from lakemirror.errors import EngineCrashError
 from lakemirror.landing import LandingTable
@@ -30,29 +32,32 @@ def failed_ingest(table: LandingTable, error: Exception, warehouse: Path,
 
 def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
                  attempts: int) -> TableStatus:
-    """The table's status after ingest and `dbt build`, with its ingest's warnings."""
+    """The table's status after ingest and `dbt build`, with its ingest's warnings and its
+    folder."""
     return dataclasses.replace(_outcome(result, nodes, rows, attempts=attempts),
-                               warnings=result.metadata.warnings)
+                               warnings=result.metadata.warnings,
+                               folder=result.table.zone_folder)
 
 
 def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,
              attempts: int) -> TableStatus:
     schema, name = result.table.schema, result.table.name
     model = staging_table_name(schema, name)
+    models = (model, model + HISTORY_SUFFIX)  # its mirror model and its history model
     if result.status == "failed":
         return TableStatus(schema, name, "failed", result.last_sequence, rows, result.error,
                            error_class=result.error_class)
-    model_errors = [node.message or node.status for node in nodes
-                    if node.failed and node.unique_id.startswith("model.")
-                    and _is_model(node.unique_id, model)]
+    model_errors = [(node.unique_id.rsplit(".", 1)[-1], node.message or node.status)
+                    for node in nodes if node.failed and _is_model(node.unique_id, models)]
     if model_errors:
-        conflict = classify_conflict(model_errors[0])
+        failed, message = model_errors[0]
+        conflict = classify_conflict(message)
         reason = f"{conflict.kind.value} after {attempts} attempts: " if conflict else ""
         return TableStatus(schema, name, "failed", result.last_sequence, rows,
-                           f"dbt model {model}: {reason}{model_errors[0]}",
+                           f"dbt model {failed}: {reason}{message}",
                            error_class="system")
     failed_tests = [node for node in nodes if node.unique_id.startswith("test.") and node.failed
-                    and any(_is_model(parent, model) for parent in node.depends_on)]
+                    and any(_is_model(parent, models) for parent in node.depends_on)]
     if failed_tests:
         return TableStatus(
             schema, name, "degraded", result.last_sequence, rows,
@@ -63,8 +68,8 @@ def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None
     return TableStatus(schema, name, result.status, result.last_sequence, rows, result.error)
 
 
-def _is_model(unique_id: str, model: str) -> bool:
-    return unique_id.startswith("model.") and unique_id.rsplit(".", 1)[-1] == model
+def _is_model(unique_id: str, models: tuple[str, ...]) -> bool:
+    return unique_id.startswith("model.") and unique_id.rsplit(".", 1)[-1] in models
 
 
 def rebuild_after_crash(crash: EngineCrashError,

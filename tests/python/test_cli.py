@@ -68,12 +68,41 @@ def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
     assert set(tables) == {("dbo", "good"), ("sales", "bad"), ("dbo", "late")}
     assert tables["dbo", "good"] == {"schema": "dbo", "table": "good", "status": "replicating",
                                      "last_sequence": 1, "rows": 1, "error": None, "note": None,
-                                     "error_class": None, "warnings": []}
+                                     "error_class": None, "warnings": [], "folder": "Good"}
     assert (tables["sales", "bad"]["status"], tables["sales", "bad"]["error_class"]) == (
         "failed", "user")
     assert "__rowMarker__=5" in tables["sales", "bad"]["error"]
     assert tables["dbo", "late"]["status"] == "waiting"
     assert "00000000000000000001.parquet" in tables["dbo", "late"]["error"]
+
+
+@pytest.mark.slow
+def test_every_status_names_its_folder_so_folders_differing_by_case_are_told_apart(
+        zone, tmp_path):
+    for folder in ("Orders", "orders", "Sales.schema/Lines"):
+        zone.table(folder, ["id"])
+        zone.write(folder, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    env = {"LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "LAKEMIRROR_PROJECT_DIR": str(copy_project(tmp_path / "project"))}
+    expected = [("dbo", "orders", "Orders", "failed"), ("dbo", "orders", "orders", "failed"),
+                ("sales", "lines", "Sales.schema/Lines", "replicating")]
+    for command in ("ingest", "run", "status"):
+        options = ["--project-dir", env["LAKEMIRROR_PROJECT_DIR"]] if command != "status" else []
+        result = run_cli(command, "--json", *options, env=env)
+        assert result.exit_code == 1, result.output
+        assert sorted((t["schema"], t["table"], t["folder"], t["status"])
+                      for t in json.loads(result.stdout)["tables"]) == expected, command
+
+        printed = run_cli(command, *options, env=env).stdout.splitlines()
+        assert printed[-4].split()[:2] == ["table", "folder"], command
+        assert sorted(tuple(line.split()[:2]) for line in printed[-3:]) == [
+            ("dbo.orders", "Orders"), ("dbo.orders", "orders"),
+            ("sales.lines", "Sales.schema/Lines")], command
+
+    subprocess.run(["rm", "-r", str(zone.root / "Sales.schema")], check=True)
+    result = run_cli("run", "--json", "--project-dir", env["LAKEMIRROR_PROJECT_DIR"], env=env)
+    dropped = [t for t in json.loads(result.stdout)["tables"] if t["status"] == "dropped"]
+    assert [(t["table"], t["folder"]) for t in dropped] == [("lines", "Sales.schema/Lines")]
 
 
 def free_port():

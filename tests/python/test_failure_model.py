@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+from deltalake import DeltaTable
 import pytest
 
 import lakemirror.service as service_module
@@ -258,3 +259,42 @@ def test_a_deleted_table_whose_generated_model_no_longer_parses_is_still_dropped
     assert statuses == {"old": "dropped", "good": "replicating"}
     assert not model.exists() and not (service.warehouse / "dbo" / "old").exists()
     assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST, SECOND)
+
+
+def test_a_view_whose_table_was_deleted_outside_dbt_stops_nothing_else(tmp_path):
+    """The view is skipped when the engine attaches the warehouse (a warning says why), so
+    every schema lists its relations: incremental models go on from their rows, and the run
+    builds the table and the view again."""
+    from click.testing import CliRunner
+
+    from lakemirror.cli.main import cli
+
+    zone, service = mirror_setup(tmp_path)
+    mine = service.project_dir / "models" / "mine"
+    mine.mkdir()
+    (mine / "base.sql").write_text("select id from {{ ref('dbo__t') }}\n")
+    (mine / "on_base.sql").write_text(
+        "{{ config(materialized='view') }}\nselect id from {{ ref('base') }}\n")
+    (mine / "runs.sql").write_text(  # one row per run: a rebuild from scratch would show
+        "{{ config(materialized='incremental', incremental_strategy='append') }}\n"
+        "select count(*) as mirrored from {{ ref('dbo__t') }}\n")
+    zone.table("T", ["id"])
+    zone.write("T", 1, FIRST, SCHEMA)
+
+    def run(*options: str) -> object:
+        return CliRunner().invoke(cli, [
+            "run", *options, "--landing-zone", str(zone.root), "--warehouse",
+            str(service.warehouse), "--project-dir", str(service.project_dir)])
+
+    assert run("--json").exit_code == 0
+    subprocess.run(["rm", "-r", str(service.warehouse / "analytics" / "base")], check=True)
+    zone.write("T", 2, SECOND, SCHEMA)
+    result = run()  # dbt's output shown
+    assert result.exit_code == 0, result.output
+    assert "view analytics.on_base is not attached: it reads analytics.base" in result.output
+    assert result.output.splitlines()[-1].split()[:3] == ["dbo.t", "T", "replicating"]
+    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+    runs = DeltaTable(str(service.warehouse / "analytics" / "runs")).to_pyarrow_table()
+    assert runs["mirrored"].to_pylist() == [2, 2]  # FIRST, then FIRST and SECOND: 2 rows each
+    assert DeltaTable(str(service.warehouse / "dbo" / "t")).history(1)[0]["operation"] == "MERGE"
+    assert (service.warehouse / "analytics" / "base" / "_delta_log").is_dir()  # built again

@@ -4,6 +4,7 @@ compaction; and it is built only when the dbt var `lakemirror_history` asks for 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pyarrow as pa
@@ -165,3 +166,97 @@ def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     assert enabled(["dbo.t"]) and enabled(["*"])
     assert not enabled(["dbo.t"], warehouse="/wh/prod")
     assert set(write_history_model(tmp_path, model).values()) == {"unchanged"}
+
+
+def run_cli(service, command: str):
+    """`lakemirror <command> --json` on the service's zone, warehouse and project."""
+    from click.testing import CliRunner
+
+    from lakemirror.cli.main import cli
+
+    mirroring = (["--landing-zone", str(service.landing_zone), "--project-dir",
+                  str(service.project_dir)] if command != "status" else [])
+    return CliRunner().invoke(cli, [command, "--json", "--warehouse", str(service.warehouse),
+                                    *mirroring])
+
+
+def history_for_all(service) -> None:
+    """Turn history on for every table, in the project's dbt_project.yml."""
+    project = service.project_dir / "dbt_project.yml"
+    project.write_text(project.read_text().replace(
+        "vars:\n", "vars:\n  lakemirror_history: ['*']\n"))
+
+
+def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrades_it(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    history_for_all(service)
+    for table in ("Broken", "Tested", "Ok"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FILES[0], SCHEMA)
+    assert run_cli(service, "ingest").exit_code == 0  # writes the models
+    history_folder = service.project_dir / "models/mirror/dbo/history"
+    broken = history_folder / "dbo__broken__history.sql"  # edited: kept as it is
+    broken.write_text(broken.read_text() + "{% if execute %}{{ exceptions.raise_compiler_error("
+                      "'the history broke') }}{% endif %}\n")
+    tested = history_folder / "dbo__tested__history.yml"
+    tested.write_text(tested.read_text().replace(
+        "      - name: _lm_valid_to\n",
+        "      - name: _lm_valid_to\n        data_tests:\n          - not_null\n"))
+
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    assert (tables["broken"]["status"], tables["broken"]["error_class"]) == ("failed", "system")
+    assert "dbt model dbo__broken__history" in tables["broken"]["error"]
+    assert "the history broke" in tables["broken"]["error"]
+    assert tables["tested"]["status"] == "degraded"
+    assert "not_null_dbo__tested__history__lm_valid_to" in tables["tested"]["error"]
+    assert (tables["ok"]["status"], tables["ok"]["error"]) == ("replicating", None)
+    assert mirrored_rows(service.warehouse, "dbo", "broken") == mirrored_rows(
+        service.warehouse, "dbo", "ok")  # the mirror model itself was applied
+
+    shown = run_cli(service, "status")
+    assert shown.exit_code == 1
+    recorded = {table["table"]: table["status"] for table in json.loads(shown.stdout)["tables"]}
+    assert recorded == {"broken": "failed", "tested": "degraded", "ok": "replicating"}
+
+
+def test_a_landing_table_named_like_a_history_fails_alone_and_the_first_keeps_the_name(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    history_for_all(service)
+    for table in ("T", "T__History"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, FILES[0], SCHEMA)
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    loser = tables["t__history"]
+    assert (loser["status"], loser["error_class"]) == ("failed", "user")
+    assert "'T__History' maps to table dbo.t__history" in loser["error"]
+    assert "history model and table of dbo.t (folder 'T'" in loser["error"]
+    assert "rename the folder 'T__History'" in loser["error"]
+    assert tables["t"]["status"] == "replicating", tables["t"]["error"]
+    assert history(service.warehouse) == expected_after(1)  # t's history, not the folder's rows
+    assert not (service.warehouse / "_lakemirror/staging/dbo/t__history").exists()
+
+    # A landing table mirrored before the table whose history would take its name keeps it.
+    zone.table("Orders__History", ["id"])
+    zone.write("Orders__History", 1, FILES[0], SCHEMA)
+    shutil.rmtree(zone.root / "T__History")
+    assert run_cli(service, "run").exit_code == 0
+    zone.table("Orders", ["id"])
+    zone.write("Orders", 1, FILES[0], SCHEMA)
+    zone.write("Orders__History", 2, FILES[1], SCHEMA)
+    result = run_cli(service, "run")
+    assert result.exit_code == 1, result.output
+    tables = {table["table"]: table for table in json.loads(result.stdout)["tables"]}
+    assert tables["orders"]["status"] == "failed"
+    assert ("history model and table of dbo.orders (folder 'Orders') would be named "
+            "dbo.orders__history") in tables["orders"]["error"]
+    assert "rename the folder 'Orders'" in tables["orders"]["error"]
+    assert tables["orders__history"]["status"] == "replicating"
+    assert mirrored_rows(service.warehouse, "dbo", "orders__history") == as_multiset(
+        apply_changes(FILES[:2], ["id"]))
+    assert not (service.warehouse / "dbo" / "orders").exists()

@@ -183,7 +183,7 @@ def table_status(warehouse: Path, as_json: bool) -> None:
     from lakemirror.staging import Warehouse
 
     layout = Warehouse(warehouse.resolve())
-    records, partner = list(monitor.read_monitor(layout).values()), monitor.read_partner(layout)
+    records, partner = monitor.read_records(layout), monitor.read_partner(layout)
     click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
     sys.exit(1 if any(record.status in ("failed", "degraded") for record in records) else 0)
 

@@ -5,6 +5,7 @@ from lakemirror.codegen.history import (
     HISTORY_VARIABLE,
     history_relation,
     retire_history_model,
+    without_history_clashes,
     write_history_model,
 )
 from lakemirror.codegen.models import (
@@ -19,4 +20,4 @@ from lakemirror.codegen.warehouses import read_warehouses, warehouse_names
 
 __all__ = ["HISTORY_SUFFIX", "HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome",
            "history_relation", "read_warehouses", "retire_history_model", "retire_model",
-           "warehouse_names", "write_history_model", "write_model"]
+           "warehouse_names", "without_history_clashes", "write_history_model", "write_model"]

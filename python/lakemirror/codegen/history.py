@@ -10,6 +10,7 @@ mirror model: the same keys, the same warehouses, and it goes when the mirror mo
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 from lakemirror.codegen.models import (
@@ -24,6 +25,8 @@ from lakemirror.codegen.models import (
 )
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_condition
+from lakemirror.errors import FileNameError
+from lakemirror.landing.discovery import LandingTable
 from lakemirror.staging.layout import staging_table_name
 
 HISTORY_VARIABLE = "lakemirror_history"
@@ -93,6 +96,66 @@ models:
         description: A delete ended the version.
         data_tests:{data_tests(["not_null"], enabled)}
 """
+
+
+def without_history_clashes(tables: list[LandingTable], staged: Collection[tuple[str, str]]
+                            ) -> list[LandingTable]:
+    """The zone's `tables`, a landing table whose relation or model has the name of another
+    table's history (`<t>__history` next to `<t>`) failing with the clash: one of the two loses
+    the name, so dbt never sees two models of one name nor two tables in one folder. The name
+    stays with the history of `<t>` (in the zone or still `staged`), unless the landing table
+    was staged before `<t>` was."""
+    staged = set(staged)
+    owners = {claimed: (schema, name)
+              for schema, name in [*((t.schema, t.name) for t in tables), *sorted(staged)]
+              for claimed in _history_names(schema, name)}
+    in_zone = {(table.schema, table.name): table for table in tables}
+    losers: dict[Path, FileNameError] = {}
+    for table in tables:
+        owner = next((owners[name] for name in (table.qualified_name,
+                                                 staging_table_name(table.schema, table.name))
+                      if name in owners), None)
+        if owner is None or table.problem is not None:
+            continue
+        holder = in_zone.get(owner)
+        if (table.schema, table.name) in staged and owner not in staged:
+            if holder is not None and holder.problem is None:
+                losers[holder.folder] = _history_name_taken(holder, table)
+        else:
+            losers[table.folder] = _history_name_held(table, ".".join(owner), holder)
+    return [replace(table, problem=losers[table.folder]) if table.folder in losers else table
+            for table in tables]
+
+
+def _history_names(schema: str, table: str) -> tuple[str, str]:
+    """The names the table's history claims: its relation and its model."""
+    return history_relation(schema, table), staging_table_name(schema, table) + HISTORY_SUFFIX
+
+
+def _history_name_held(table: LandingTable, owner: str,
+                       holder: LandingTable | None) -> FileNameError:
+    """`table` maps to the name of the history model and table of `owner` (in the zone as
+    `holder`, else still staged)."""
+    where = (f"folder {holder.zone_folder!r}" if holder is not None
+             else "still staged: its folder was deleted, and the next run that selects it drops it")
+    return FileNameError(
+        f"the folder {table.zone_folder!r} maps to table {table.qualified_name}, the name of the "
+        f"history model and table of {owner} ({where}; README \"History of a mirrored table\")",
+        table=table.qualified_name, file=str(table.folder),
+        hint=f"rename the folder {table.zone_folder!r} to a name that does not end in "
+             f"{HISTORY_SUFFIX}; it is not mirrored until then, and {owner} mirrors as usual")
+
+
+def _history_name_taken(table: LandingTable, holder: LandingTable) -> FileNameError:
+    """`table`'s history model and table would take the name of `holder`, mirrored before."""
+    return FileNameError(
+        f"the history model and table of {table.qualified_name} (folder {table.zone_folder!r}) "
+        f"would be named {holder.qualified_name}, which the folder {holder.zone_folder!r} "
+        f"has been mirrored to since before {table.zone_folder!r} came",
+        table=table.qualified_name, file=str(table.folder),
+        hint=f"rename the folder {table.zone_folder!r}, or rename or delete the folder "
+             f"{holder.zone_folder!r} (deleting it drops its table); {table.qualified_name} is "
+             f"not mirrored until then, and {holder.qualified_name} mirrors as usual")
 
 
 def write_history_model(project_dir: Path, model: MirrorModel) -> dict[Path, Outcome]:

@@ -48,6 +48,12 @@ class LandingTable:
         return f"{self.schema}.{self.name}"
 
     @property
+    def zone_folder(self) -> str:
+        """The folder relative to the zone, as the publisher spelled it (`Sales.schema/Orders`):
+        it tells apart tables whose names differ only by case."""
+        return self.folder.relative_to(self.door.root).as_posix()
+
+    @property
     def processed_folder(self) -> Path:
         return self.folder / PROCESSED_FOLDER
 
