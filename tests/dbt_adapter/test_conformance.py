@@ -299,7 +299,8 @@ class TestUnitTestingTypes(BaseUnitTestingTypes):
             ["true", "true"],
             ["date '2011-11-11'", "2011-11-11"],
             ["timestamp '2013-11-03 00:00:00'", "2013-11-03 00:00:00"],
-            ['map("10", "t", "15", "f", "20", NULL)', """'map("10", "t", "15", "f", "20", NULL)'"""],
+            ['map("10", "t", "15", "f", "20", NULL)',
+             """'map("10", "t", "15", "f", "20", NULL)'"""],
             ['named_struct("a", 1, "b", 2, "c", 3)', """'named_struct("a", 1, "b", 2, "c", 3)'"""],
             ["array(1, 2, 3)", "'array(1, 2, 3)'"],
         ]
