@@ -1,9 +1,10 @@
 """A representative part of the conformance suite (test_conformance.py) on the `spark` target,
 Apache Spark + Delta Lake, in a user's project with lakemirror as a package: tables, views and
-seeds across sessions, a snapshot's history, and a parquet model with insert_overwrite by
-partition (both refused on the embedded engine). The whole suite takes too long on the JVM
-engine for CI (the classes here share one warehouse, so one Spark session). It skips, saying
-why, where Spark or Delta's jars are missing."""
+seeds across sessions, a snapshot's history, a parquet model with insert_overwrite by
+partition (both refused on the embedded engine), and dbt-spark's microbatch model (dynamic
+partition overwrite here, replace where on the embedded engine). The whole suite takes too
+long on the JVM engine for CI (the classes here share one warehouse, so one Spark session).
+It skips, saying why, where Spark or Delta's jars are missing."""
 
 from __future__ import annotations
 
@@ -45,4 +46,8 @@ class TestSparkInsertOverwriteOnSchemaChange(conformance.InsertOverwriteOnSchema
 
 
 class TestSparkSnapshotCheckCols(conformance.TestSnapshotCheckCols):
+    pytestmark = SPARK
+
+
+class TestSparkMicrobatch(conformance.TestMicrobatch):
     pytestmark = SPARK

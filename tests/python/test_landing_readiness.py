@@ -144,7 +144,7 @@ def test_a_one_shot_run_waits_out_the_window_of_files_that_just_landed(zone, tmp
     assert result.exit_code == 0, result.output
     assert re.search(r"waiting [01]\.\d s for 00000000000000000001\.csv to settle "
                      rf"\({SETTLE_SECONDS}=1\.5\)", result.output), result.output
-    assert re.search(r"dbo\.t\s+replicating\s+2\s+1", result.output), result.output
+    assert re.search(r"dbo\.t\s+T\s+replicating\s+2\s+1", result.output), result.output
     expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
     assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(expected)
 
