@@ -41,7 +41,9 @@ def test_init_writes_a_project_configured_for_lakemirror(tmp_path):
     assert "{{ lakemirror.register_relation() }}" in models["+post-hook"]
     assert "{{ lakemirror.register_relation() }}" in config["seeds"]["sales_mirror"]["+post-hook"]
     [package] = yaml.safe_load((project / "packages.yml").read_text())["packages"]
-    assert package == {"local": str(dbt_package_dir())}
+    assert package == {"local": ".lakemirror/dbt_package"}  # the same on every machine
+    assert (project / ".lakemirror/dbt_package").resolve() == dbt_package_dir().resolve()
+    assert ".lakemirror/" in (project / ".gitignore").read_text().splitlines()
     profiles = yaml.safe_load((project / "profiles.yml").read_text())
     assert list(profiles) == ["sales_mirror"]
     assert {"embedded", "spark", "connect", "thrift"} <= set(profiles["sales_mirror"]["outputs"])
