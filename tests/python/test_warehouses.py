@@ -144,6 +144,7 @@ def dbt_models(project, name, monkeypatch):
     (unset: None)."""
     from dbt.cli.main import dbtRunner
 
+    monkeypatch.setenv("LAKEMIRROR_WAREHOUSE", str(project.parent / "wh" / str(name)))
     if name is None:
         monkeypatch.delenv("LAKEMIRROR_WAREHOUSE_NAME", raising=False)
     else:
