@@ -17,9 +17,12 @@ from lakemirror.codegen import (
     HISTORY_SUFFIX,
     MIRROR_FOLDER,
     MirrorModel,
+    WarehouseName,
+    checked_name,
+    configured_name,
     retire_history_model,
     retire_model,
-    warehouse_names,
+    warehouse_name,
     without_history_clashes,
     write_history_model,
     write_model,
@@ -104,6 +107,7 @@ class MirrorService:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     backoff: Backoff = field(default_factory=Backoff)
     warm: bool = False
+    warehouse_name: str = field(default_factory=configured_name)  # generated models know it by
     engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     progress: Callable[[str], None] = lambda message: None
     rebind_landing_zone: bool = False  # mirror this zone even if the warehouse mirrors another
@@ -119,6 +123,7 @@ class MirrorService:
         self._given_warehouse = self.warehouse
         self.warehouse = self.warehouse.resolve()
         self.project_dir = self.project_dir.resolve()
+        self.warehouse_name = checked_name(self.warehouse_name)  # before any table
         if not (self.project_dir / "dbt_project.yml").is_file():
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
                               hint="run lakemirror in your dbt project's folder, or pass "
@@ -281,7 +286,7 @@ class MirrorService:
         list, while other warehouses mirror the table); a note names the files kept as
         edited."""
         outcomes = retire_model(self.project_dir, retirement.schema, retirement.table,
-                                warehouses=self.warehouse_names)
+                                warehouse=self.warehouse_names)
         outcomes |= retire_history_model(self.project_dir, retirement.schema, retirement.table)
         kept = [f"{path.relative_to(self.project_dir)} ({outcome})"
                 for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]
@@ -373,7 +378,7 @@ class MirrorService:
                 return result
             model = MirrorModel(result.table.schema, result.table.name,
                                 metadata.key_columns, metadata.conditional_column)
-            outcomes = write_model(self.project_dir, model, warehouses=self.warehouse_names)
+            outcomes = write_model(self.project_dir, model, warehouse=self.warehouse_names)
             for path, outcome in (outcomes | write_history_model(self.project_dir,
                                                                  model)).items():
                 if outcome != "unchanged":
@@ -415,10 +420,11 @@ class MirrorService:
         self.progress(f"warning: {message}")
 
     @property
-    def warehouse_names(self) -> tuple[str, ...]:
-        """The names the warehouse's generated models list it by (see codegen.warehouses)."""
+    def warehouse_names(self) -> WarehouseName:
+        """How the warehouse's generated models list it (see codegen.warehouses)."""
         given = self._given_warehouse
-        return warehouse_names(given if given.resolve() == self.warehouse else self.warehouse)
+        return warehouse_name(self.warehouse_name,
+                              given if given.resolve() == self.warehouse else self.warehouse)
 
     @property
     def layout(self) -> Warehouse:
@@ -484,7 +490,8 @@ class MirrorService:
         """Run a dbt command on the configured target (with `extra_vars` besides the service's
         own), with a watched engine for `embedded`; raises EngineCrashError, carrying the
         nodes dbt finished, when the engine was lost."""
-        env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse)}
+        env = {"LAKEMIRROR_WAREHOUSE": str(self.warehouse),
+               "LAKEMIRROR_WAREHOUSE_NAME": self.warehouse_names.name}
         dbt_vars = {**self.dbt_vars, **(extra_vars or {})}
         if self.target != "embedded":
             return self._dbt_invoke(command, args, env, dbt_vars)

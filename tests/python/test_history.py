@@ -13,7 +13,7 @@ import yaml
 from dbt.clients.jinja import get_rendered
 from deltalake import DeltaTable
 
-from lakemirror.codegen import MirrorModel, write_history_model, write_model
+from lakemirror.codegen import MirrorModel, WarehouseName, write_history_model, write_model
 from lakemirror.delta.rows import read_table
 from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.maintenance import maintain_tables
@@ -150,21 +150,21 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
 
 def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     model = MirrorModel("dbo", "t", ("id",), "c")
-    write_model(tmp_path, model, warehouses=["/wh/dev"])
+    write_model(tmp_path, model, warehouse=WarehouseName("dev"))
     outcomes = write_history_model(tmp_path, model)
     assert set(outcomes.values()) == {"created"}
     yml = (tmp_path / "models/mirror/dbo/history/dbo__t__history.yml").read_text()
     [entry] = yaml.safe_load(yml)["models"]
     assert entry["name"] == "dbo__t__history"
 
-    def enabled(history: object, warehouse: str = "/wh/dev") -> bool:
+    def enabled(history: object, warehouse: str = "dev") -> bool:
         context = {"var": lambda name, default=None: default if history is None else history,
                    "env_var": lambda name, default="": warehouse}
         return str(get_rendered(entry["config"]["enabled"], context)).lower() == "true"
 
     assert not enabled(None) and not enabled(["dbo.other"])
     assert enabled(["dbo.t"]) and enabled(["*"])
-    assert not enabled(["dbo.t"], warehouse="/wh/prod")
+    assert not enabled(["dbo.t"], warehouse="prod")
     assert set(write_history_model(tmp_path, model).values()) == {"unchanged"}
 
 

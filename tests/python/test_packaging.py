@@ -117,7 +117,8 @@ def test_the_wheel_installed_in_a_fresh_venv_inits_a_project_that_lakemirror_and
     publish(zone, 1, [{"id": 1, "name": "a", M: 0}, {"id": 2, "name": "b", M: 0}])
     first = sh(lakemirror, "run", cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert re.search(r"dbo\.customers\s+Customers\s+replicating\s+1\s+2", first.stdout), first.stdout
+    assert re.search(r"dbo\.customers\s+Customers\s+replicating\s+1\s+2", first.stdout), (
+        first.stdout)
     assert (project / "models/mirror/dbo/dbo__customers.sql").is_file()
 
     publish(zone, 2, [{"id": 1, "name": "a2", M: 1}, {"id": 2, "name": None, M: 2},

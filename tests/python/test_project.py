@@ -41,7 +41,9 @@ def test_init_writes_a_project_configured_for_lakemirror(tmp_path):
     assert "{{ lakemirror.register_relation() }}" in models["+post-hook"]
     assert "{{ lakemirror.register_relation() }}" in config["seeds"]["sales_mirror"]["+post-hook"]
     [package] = yaml.safe_load((project / "packages.yml").read_text())["packages"]
-    assert package == {"local": str(dbt_package_dir())}
+    assert package == {"local": ".lakemirror/dbt_package"}  # the same on every machine
+    assert (project / ".lakemirror/dbt_package").resolve() == dbt_package_dir().resolve()
+    assert ".lakemirror/" in (project / ".gitignore").read_text().splitlines()
     profiles = yaml.safe_load((project / "profiles.yml").read_text())
     assert list(profiles) == ["sales_mirror"]
     assert {"embedded", "spark", "connect", "thrift"} <= set(profiles["sales_mirror"]["outputs"])
@@ -123,3 +125,21 @@ def test_the_demo_needs_the_example_project_of_a_clone(tmp_path, monkeypatch):
     result = run_cli("demo", "--dir", str(tmp_path / "demo"))
     assert result.exit_code == 2 and "--project-dir" in result.output
     assert os.listdir(tmp_path) == []
+
+
+def test_any_dbt_command_mends_a_package_link_into_another_environment(tmp_path):
+    """The link of a project moved from another machine (or virtualenv) points at a package
+    that is not there: lakemirror's dbt plugin points it at this one before dbt deps runs."""
+    from dbt.cli.main import dbtRunner
+
+    project = tmp_path / "moved"
+    init_project(project, deps=False)
+    link = project / ".lakemirror/dbt_package"
+    link.unlink()
+    link.symlink_to(tmp_path / "elsewhere/venv/lib/lakemirror/dbt_package")
+    result = dbtRunner().invoke(["deps", "--project-dir", str(project), "--quiet"])
+    assert result.success, result.exception
+    assert link.resolve() == dbt_package_dir().resolve()
+    assert (project / "dbt_packages/lakemirror/dbt_project.yml").is_file()
+    lock = yaml.safe_load((project / "package-lock.yml").read_text())
+    assert lock["packages"] == [{"local": ".lakemirror/dbt_package", "name": "lakemirror"}]

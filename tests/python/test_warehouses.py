@@ -1,5 +1,5 @@
 """One dbt project, many warehouses: each generated model lists the warehouses that mirror its
-table, and dbt builds it only for those (LAKEMIRROR_WAREHOUSE)."""
+table, by logical name, and dbt builds it only for those (LAKEMIRROR_WAREHOUSE_NAME)."""
 
 import os
 import socket
@@ -15,11 +15,13 @@ import pytest
 from lakemirror.codegen import (
     MirrorModel,
     ModelConflictError,
+    WarehouseName,
     read_warehouses,
     retire_model,
+    warehouse_name,
     write_model,
 )
-from lakemirror.codegen.warehouses import warehouse_names
+from lakemirror.errors import ConfigError
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER as M
 from lakemirror.service import MirrorService
@@ -29,6 +31,7 @@ from conftest import Zone, as_multiset, mirrored_rows
 BIN = Path(sys.executable).parent
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
 CUSTOMERS = MirrorModel("dbo", "customers", ("id",))
+DEV, PROD = WarehouseName("dev"), WarehouseName("prod")
 
 
 def yml_of(project, name="dbo__customers"):
@@ -36,50 +39,50 @@ def yml_of(project, name="dbo__customers"):
 
 
 def test_a_shared_model_lists_every_warehouse_and_keeps_the_first_ones_files(tmp_path):
-    first = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
+    first = write_model(tmp_path, CUSTOMERS, warehouse=DEV)
     sql = tmp_path / "models/mirror/dbo/dbo__customers.sql"
-    second = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod/"])  # a trailing / is the same
+    second = write_model(tmp_path, CUSTOMERS, warehouse=PROD)
     assert set(first.values()) == {"created"}
     assert (second[sql], second[yml_of(tmp_path)]) == ("unchanged", "updated")
-    assert read_warehouses(yml_of(tmp_path)) == {"/wh/dev", "/wh/prod"}
-    assert set(write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"]).values()) == {"unchanged"}
+    assert read_warehouses(yml_of(tmp_path)) == {"dev", "prod"}
+    assert set(write_model(tmp_path, CUSTOMERS, warehouse=DEV).values()) == {"unchanged"}
 
 
 def test_the_list_is_kept_up_to_date_even_in_a_yml_you_edited(tmp_path):
-    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
+    write_model(tmp_path, CUSTOMERS, warehouse=DEV)
     yml = yml_of(tmp_path)
     yml.write_text(yml.read_text().replace("Key column (keyColumns in _metadata.json).",
                                            "The customer number."))
-    outcomes = write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod"])
+    outcomes = write_model(tmp_path, CUSTOMERS, warehouse=PROD)
     assert outcomes[yml] == "kept-edited" and "The customer number." in yml.read_text()
-    assert read_warehouses(yml) == {"/wh/dev", "/wh/prod"}
-    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/prod"]) == {
+    assert read_warehouses(yml) == {"dev", "prod"}
+    assert retire_model(tmp_path, "dbo", "customers", warehouse=PROD) == {
         yml: "updated"}
-    assert read_warehouses(yml) == {"/wh/dev"} and "The customer number." in yml.read_text()
+    assert read_warehouses(yml) == {"dev"} and "The customer number." in yml.read_text()
 
 
 def test_a_dropped_table_leaves_only_its_warehouse_until_the_last_one_drops_it(tmp_path):
-    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/dev"])
-    write_model(tmp_path, CUSTOMERS, warehouses=["/wh/prod"])
+    write_model(tmp_path, CUSTOMERS, warehouse=DEV)
+    write_model(tmp_path, CUSTOMERS, warehouse=PROD)
     sql, yml = tmp_path / "models/mirror/dbo/dbo__customers.sql", yml_of(tmp_path)
-    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/dev"]) == {yml: "updated"}
-    assert sql.exists() and read_warehouses(yml) == {"/wh/prod"}
-    assert retire_model(tmp_path, "dbo", "customers", warehouses=["/wh/prod"]) == {
+    assert retire_model(tmp_path, "dbo", "customers", warehouse=DEV) == {yml: "updated"}
+    assert sql.exists() and read_warehouses(yml) == {"prod"}
+    assert retire_model(tmp_path, "dbo", "customers", warehouse=PROD) == {
         sql: "removed", yml: "removed"}
     assert not sql.exists() and not yml.exists()
 
 
 def test_the_same_table_with_other_keys_in_another_warehouse_is_a_conflict(tmp_path):
-    write_model(tmp_path, MirrorModel("dbo", "customers", ("id",), "ts"), warehouses=["/wh/dev"])
+    write_model(tmp_path, MirrorModel("dbo", "customers", ("id",), "ts"), warehouse=DEV)
     with pytest.raises(ModelConflictError) as raised:
         write_model(tmp_path, MirrorModel("dbo", "customers", ("id", "region")),
-                    warehouses=["/wh/prod"])
+                    warehouse=PROD)
     message = str(raised.value)
-    assert "/wh/dev" in message and "['id', 'region']" in message and "'ts'" in message
+    assert "warehouse dev," in message and "['id', 'region']" in message and "'ts'" in message
     assert raised.value.error_class == "user"
-    assert read_warehouses(yml_of(tmp_path)) == {"/wh/dev"}  # nothing changed
+    assert read_warehouses(yml_of(tmp_path)) == {"dev"}  # nothing changed
     # the only warehouse of a model may change its keys (its ingest checks that it may)
-    write_model(tmp_path, MirrorModel("dbo", "customers", ("id", "region")), warehouses=["/wh/dev"])
+    write_model(tmp_path, MirrorModel("dbo", "customers", ("id", "region")), warehouse=DEV)
 
 
 def test_runs_of_many_warehouses_at_once_lose_no_warehouse(tmp_path):
@@ -87,19 +90,47 @@ def test_runs_of_many_warehouses_at_once_lose_no_warehouse(tmp_path):
 
     def mirror(number):
         start.wait()
-        write_model(tmp_path, CUSTOMERS, warehouses=[f"/wh/{number}"])
+        write_model(tmp_path, CUSTOMERS, warehouse=WarehouseName(f"wh{number}"))
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(mirror, range(16)))
-    assert read_warehouses(yml_of(tmp_path)) == {f"/wh/{number}" for number in range(16)}
+    assert read_warehouses(yml_of(tmp_path)) == {f"wh{number}" for number in range(16)}
 
 
-def test_a_warehouse_is_named_as_given_and_with_links_resolved(tmp_path):
+LEGACY = ("# generated by lakemirror, checksum 0; once edited, lakemirror leaves it alone\n"
+          "version: 2\nsources:\n  - name: lakemirror_staging\n    tables:\n"
+          "      - name: dbo__customers\n        config:\n"
+          "          enabled: &lakemirror_warehouses \"{{ (env_var('LAKEMIRROR_WAREHOUSE', '')"
+          ".rstrip('/') in [PATHS]) | as_bool }}\"\n")
+
+
+def test_a_list_of_paths_from_an_earlier_version_becomes_a_list_of_names(tmp_path):
+    """Earlier versions listed warehouses by absolute path (as given, and with links
+    resolved): this warehouse's paths become its name, and other warehouses' paths go (each
+    lists its name again on its next run), so no machine's path stays in the project."""
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    assert warehouse_names(tmp_path / "link" / "wh") == tuple(sorted(
-        [str(tmp_path / "link" / "wh"), str((tmp_path / "real" / "wh").resolve())]))
-    assert warehouse_names(Path("/data/x/../wh/")) == ("/data/wh",)
+    yml = yml_of(tmp_path)
+    yml.parent.mkdir(parents=True)
+    yml.write_text(LEGACY.replace("PATHS", f"'{tmp_path}/real/wh', '/data/other/wh'"))
+    assert read_warehouses(yml) == {f"{tmp_path}/real/wh", "/data/other/wh"}
+    dev = warehouse_name("dev", tmp_path / "link" / "wh/")
+    assert write_model(tmp_path, CUSTOMERS, warehouse=dev)[yml] == "kept-edited"
+    assert read_warehouses(yml) == {"dev"}
+    text = yml.read_text()
+    assert "LAKEMIRROR_WAREHOUSE_NAME" in text and str(tmp_path) not in text
+    assert "/data/other" not in text
+    yml.write_text(LEGACY.replace("PATHS", f"'{tmp_path}/link/wh', '/data/other/wh'"))
+    sql = yml.with_suffix(".sql")
+    assert retire_model(tmp_path, "dbo", "customers", warehouse=dev) == {
+        sql: "removed", yml: "kept-edited"}  # dropped here, listed nowhere else
+    assert read_warehouses(yml) == set()
+
+
+@pytest.mark.parametrize("name", ["/data/wh", "", "a b", "x'y", "é", "n" * 65])
+def test_a_name_that_is_no_warehouse_name_stops_the_run(tmp_path, name):
+    with pytest.raises(ConfigError, match="cannot name a warehouse"):
+        MirrorService(tmp_path, tmp_path / "wh", tmp_path, warehouse_name=name)
 
 
 def free_port():
@@ -108,11 +139,16 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def dbt_models(project, warehouse, monkeypatch):
-    """The models `dbt ls` selects in the project when LAKEMIRROR_WAREHOUSE is `warehouse`."""
+def dbt_models(project, name, monkeypatch):
+    """The models `dbt ls` selects in the project when LAKEMIRROR_WAREHOUSE_NAME is `name`
+    (unset: None)."""
     from dbt.cli.main import dbtRunner
 
-    monkeypatch.setenv("LAKEMIRROR_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("LAKEMIRROR_WAREHOUSE", str(project.parent / "wh" / str(name)))
+    if name is None:
+        monkeypatch.delenv("LAKEMIRROR_WAREHOUSE_NAME", raising=False)
+    else:
+        monkeypatch.setenv("LAKEMIRROR_WAREHOUSE_NAME", name)
     result = dbtRunner().invoke(["ls", "--project-dir", str(project), "--profiles-dir",
                                  str(project), "--resource-type", "model", "--output", "name",
                                  "--quiet"])
@@ -131,21 +167,19 @@ def test_one_project_mirrors_dev_and_prod_and_plain_dbt_builds_only_the_targets_
             zone.table(folder, ["id"])
             zone.write(folder, 1, [{"id": 1, "v": f"{zone.root.name} {folder}", M: 0}], SCHEMA)
     services = {zone.root.name: MirrorService(zone.root, tmp_path / "wh" / zone.root.name,
-                                              project, quiet=True) for zone in (dev, prod)}
+                                              project, quiet=True, warehouse_name=zone.root.name)
+                for zone in (dev, prod)}
     for name, service in services.items():
         statuses = service.run()
         assert {status.status for status in statuses} == {"replicating"}, (name, statuses)
 
     assert {path.stem: read_warehouses(path)
             for path in (project / "models/mirror/dbo").glob("*.yml")} == {
-        "dbo__customers": {str(tmp_path / "wh/dev"), str(tmp_path / "wh/prod")},
-        "dbo__orders": {str(tmp_path / "wh/dev")},
-        "dbo__products": {str(tmp_path / "wh/prod")}}
-    assert dbt_models(project, tmp_path / "wh/dev", monkeypatch) == {
-        "dbo__customers", "dbo__orders"}
-    assert dbt_models(project, tmp_path / "wh/prod/", monkeypatch) == {
-        "dbo__customers", "dbo__products"}
-    assert dbt_models(project, tmp_path / "wh/other", monkeypatch) == set()
+        "dbo__customers": {"dev", "prod"}, "dbo__orders": {"dev"}, "dbo__products": {"prod"}}
+    assert dbt_models(project, "dev", monkeypatch) == {"dbo__customers", "dbo__orders"}
+    assert dbt_models(project, "prod", monkeypatch) == {"dbo__customers", "dbo__products"}
+    assert dbt_models(project, "other", monkeypatch) == set()
+    assert dbt_models(project, None, monkeypatch) == set()  # neither is `default`
 
     # plain dbt for prod: its changes applied, nothing of dev's built there or touched
     prod.write("Customers", 2, [{"id": 1, "v": "prod 2", M: 1}, {"id": 2, "v": "new", M: 0}],
@@ -153,7 +187,7 @@ def test_one_project_mirrors_dev_and_prod_and_plain_dbt_builds_only_the_targets_
     services["prod"].ingest_only()
     env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
            "LAKEMIRROR_ENGINE_PORT": str(free_port()),
-           "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh/prod")}
+           "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh/prod"), "LAKEMIRROR_WAREHOUSE_NAME": "prod"}
 
     def sh(*args):
         return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=project, env=env,
@@ -182,10 +216,12 @@ def test_a_table_with_other_keys_than_the_other_warehouses_fails_alone(tmp_path)
         for folder in ("Customers", "Other"):
             zone.table(folder, keys if folder == "Customers" else ["id"])
             zone.write(folder, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
-    MirrorService(dev.root, tmp_path / "wh/dev", project, quiet=True).ingest_only()
+    MirrorService(dev.root, tmp_path / "wh/dev", project, quiet=True,
+                  warehouse_name="dev").ingest_only()
     statuses = {status.table: status for status in MirrorService(
-        prod.root, tmp_path / "wh/prod", project, quiet=True).ingest_only()}
+        prod.root, tmp_path / "wh/prod", project, quiet=True,
+        warehouse_name="prod").ingest_only()}
     assert statuses["other"].status != "failed"
     assert (statuses["customers"].status, statuses["customers"].error_class) == ("failed", "user")
     assert "shared with warehouse" in statuses["customers"].error
-    assert read_warehouses(yml_of(project)) == {str(tmp_path / "wh/dev")}
+    assert read_warehouses(yml_of(project)) == {"dev"}

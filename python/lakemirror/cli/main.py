@@ -334,7 +334,8 @@ def init(directory: Path, name: str | None, deps: bool) -> None:
 
 @cli.command(name="package-path")
 def package_path() -> None:
-    """Print the folder of lakemirror's dbt package, for `local:` in packages.yml."""
+    """Print the folder of lakemirror's dbt package (a project's .lakemirror/dbt_package links
+    to it)."""
     from lakemirror.project import dbt_package_dir
 
     click.echo(str(dbt_package_dir()))

@@ -16,8 +16,15 @@ from lakemirror.codegen.models import (
     retire_model,
     write_model,
 )
-from lakemirror.codegen.warehouses import read_warehouses, warehouse_names
+from lakemirror.codegen.warehouses import (
+    WarehouseName,
+    checked_name,
+    configured_name,
+    read_warehouses,
+    warehouse_name,
+)
 
 __all__ = ["HISTORY_SUFFIX", "HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel", "ModelConflictError", "Outcome",
+           "WarehouseName", "checked_name", "configured_name",
            "history_relation", "read_warehouses", "retire_history_model", "retire_model",
-           "warehouse_names", "without_history_clashes", "write_history_model", "write_model"]
+           "warehouse_name", "without_history_clashes", "write_history_model", "write_model"]

@@ -5,7 +5,7 @@ was edited by someone and is left alone.
 
 One project may mirror several warehouses (dev and prod). dbt wants one model per name, so a
 table's model is shared by the warehouses that mirror it, and its yml lists them: the model
-and its staging source are enabled only when LAKEMIRROR_WAREHOUSE is one of them (see
+and its staging source are enabled only when LAKEMIRROR_WAREHOUSE_NAME is one of them (see
 `warehouses.py`). That list is lakemirror's even in an edited file, and is left out of the
 checksum.
 """
@@ -26,7 +26,8 @@ from typing import Literal
 from lakemirror.codegen.quoting import dbt_yaml_text, jinja_string, yaml_string
 from lakemirror.codegen.warehouses import (
     WAREHOUSES_ANCHOR,
-    normal_names,
+    WarehouseName,
+    migrated,
     read_warehouses,
     replace_warehouses,
     warehouses_line,
@@ -105,7 +106,7 @@ class MirrorModel:
         if warehouses is not None:
             source_config = f"""
         config:
-          # Built only for these warehouses (LAKEMIRROR_WAREHOUSE); lakemirror keeps the list.
+          # Built only for these warehouses (LAKEMIRROR_WAREHOUSE_NAME); lakemirror keeps the list.
           {warehouses_line(warehouses)}"""
             model_config = f"""
     config:
@@ -140,20 +141,20 @@ def data_tests(names: list[str], enabled: str | None) -> str:
 
 
 def write_model(project_dir: Path, model: MirrorModel, *,
-                warehouses: Collection[str] | None = None) -> dict[Path, Outcome]:
+                warehouse: WarehouseName | None = None) -> dict[Path, Outcome]:
     """Write the model's yml, then its SQL, under models/mirror/<schema>/: a dbt run parsing
     the project meanwhile may see the yml alone (a warning), never the SQL without its source.
-    `warehouses` (the names of the one warehouse being mirrored, see `warehouse_names`) join
-    those already listed in the yml; another warehouse's model with other keys is a
-    ModelConflictError. Without `warehouses` the model is enabled for every warehouse."""
+    `warehouse` (the one being mirrored) joins the warehouses already listed in the yml;
+    another warehouse's model with other keys is a ModelConflictError. Without `warehouse`
+    the model is enabled for every warehouse."""
     sql, yml = _model_paths(project_dir, model.schema, model.table)
     with _folder_lock(sql.parent):
         members = None
-        if warehouses is not None:
-            ours = normal_names(warehouses)
-            listed = (read_warehouses(yml) or set()) if yml.exists() else set()
-            _check_shared(sql, model, listed - ours)
-            members = listed | ours
+        if warehouse is not None:
+            listed = migrated((read_warehouses(yml) or set()) if yml.exists() else set(),
+                              warehouse)
+            _check_shared(sql, model, listed - {warehouse.name})
+            members = listed | {warehouse.name}
         outcomes = {yml: _write_generated(yml, model.yml(members), "#")}
         if outcomes[yml] == "kept-edited" and members is not None:
             replace_warehouses(yml, members)
@@ -161,8 +162,8 @@ def write_model(project_dir: Path, model: MirrorModel, *,
 
 
 def retire_model(project_dir: Path, schema: str, table: str, *,
-                 warehouses: Collection[str] | None = None) -> dict[Path, Outcome]:
-    """Remove the generated model of a table dropped from the warehouse named `warehouses`.
+                 warehouse: WarehouseName | None = None) -> dict[Path, Outcome]:
+    """Remove the generated model of a table dropped from `warehouse`.
     While other warehouses are listed in its yml, only this one leaves the list (`updated`).
     A file the user edited is kept; when that is the SQL, the yml is rewritten to disable the
     model, so the project still parses without the table's staging source."""
@@ -170,8 +171,9 @@ def retire_model(project_dir: Path, schema: str, table: str, *,
     if not sql.parent.is_dir():
         return {}
     with _folder_lock(sql.parent):
-        listed = read_warehouses(yml) if yml.exists() and warehouses is not None else None
-        remaining = (listed or set()) - normal_names(warehouses or ())
+        listed = read_warehouses(yml) if yml.exists() and warehouse is not None else None
+        remaining = (migrated(listed, warehouse) - {warehouse.name}
+                     if listed is not None and warehouse is not None else set())
         if remaining:
             replace_warehouses(yml, remaining)
             return {yml: "updated"}

@@ -1,14 +1,17 @@
 """The warehouses a generated model is built for: one line of its yml.
 
-dbt renders the line when it parses the project; the model and its staging source are enabled
-only when LAKEMIRROR_WAREHOUSE (trailing `/` aside) is one of the listed warehouses:
+A warehouse is known to the project by a logical name, never by its path, so a project moves
+between machines (and paths) unchanged. dbt renders the line when it parses the project; the
+model and its staging source are enabled only when LAKEMIRROR_WAREHOUSE_NAME (`default` when
+unset) is one of the listed names:
 
-    enabled: &lakemirror_warehouses "{{ (env_var('LAKEMIRROR_WAREHOUSE', '').rstrip('/') in
-                                       ['/data/dev/warehouse']) | as_bool }}"
+    enabled: &lakemirror_warehouses "{{ (env_var('LAKEMIRROR_WAREHOUSE_NAME', 'default') in
+                                       ['default']) | as_bool }}"
 
-(on one line). The env var, not the var `lakemirror_warehouse`, because dbt hands yml the
-var unrendered. The list is a YAML double-quoted scalar of printable ASCII holding a jinja
-expression, so it reads back as a Python literal.
+(on one line). The env var, not a dbt var, because dbt hands yml a var of dbt_project.yml
+unrendered. The list is a YAML double-quoted scalar of printable ASCII holding a jinja
+expression, so it reads back as a Python literal. Earlier versions listed absolute paths
+(compared with LAKEMIRROR_WAREHOUSE): a run rewrites such a list with names (`migrated`).
 """
 
 from __future__ import annotations
@@ -16,23 +19,58 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from lakemirror.codegen.quoting import JINJA_SAFE, jinja_string, yaml_string
+from lakemirror.codegen.quoting import jinja_string, yaml_string
+from lakemirror.errors import ConfigError
 
-WAREHOUSE_VARIABLE = "LAKEMIRROR_WAREHOUSE"
+NAME_VARIABLE = "LAKEMIRROR_WAREHOUSE_NAME"
+DEFAULT_NAME = "default"
 WAREHOUSES_ANCHOR = "lakemirror_warehouses"
-_PATH_SAFE = JINJA_SAFE | frozenset("/@~+=")  # none of them can end a literal or start jinja
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # never a path: no `/`
 _LINE = re.compile(rf"^(?P<lead>\s*enabled: &{WAREHOUSES_ANCHOR} )(?P<value>.*)$", re.MULTILINE)
 _LIST = re.compile(r" in (\[.*\])\) \| as_bool \}\}$")
 
 
-def warehouse_names(warehouse: Path) -> tuple[str, ...]:
-    """The names dbt may see a warehouse by: its absolute path as given, and with links
-    resolved (lakemirror's own runs pass the latter)."""
+@dataclass(frozen=True)
+class WarehouseName:
+    """One warehouse as generated models know it: its logical `name`, and the absolute paths
+    an earlier lakemirror listed it by (`legacy_paths`), which a rewritten list replaces."""
+
+    name: str
+    legacy_paths: frozenset[str] = frozenset()
+
+
+def configured_name(environ: Mapping[str, str] = os.environ) -> str:
+    """The logical name of the warehouse being mirrored: LAKEMIRROR_WAREHOUSE_NAME, as dbt
+    reads it, else `default`."""
+    return checked_name(environ.get(NAME_VARIABLE) or DEFAULT_NAME)
+
+
+def checked_name(name: str) -> str:
+    """`name` when it can name a warehouse (letters, digits, `_`, `.`, `-`), else ConfigError."""
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"{name!r} cannot name a warehouse ({NAME_VARIABLE})",
+                          hint="use up to 64 letters, digits, '_', '.' or '-' (not a path), "
+                               "e.g. dev or prod; the same name for lakemirror and plain dbt")
+    return name
+
+
+def warehouse_name(name: str, warehouse: Path) -> WarehouseName:
+    """The warehouse at `warehouse`, named `name`; its legacy paths are its absolute path as
+    given and with links resolved (what earlier versions listed)."""
     given = os.path.abspath(warehouse)
-    return tuple(sorted({_normal(given), _normal(str(Path(given).resolve()))}))
+    return WarehouseName(checked_name(name), frozenset(
+        {_normal(given), _normal(str(Path(given).resolve()))}))
+
+
+def migrated(listed: Collection[str], warehouse: WarehouseName) -> set[str]:
+    """A read list in names only: this warehouse's legacy paths become its name, and other
+    paths go (their warehouses list their names again on their next run)."""
+    return {warehouse.name if entry in warehouse.legacy_paths else entry
+            for entry in listed if _NAME.fullmatch(entry) or entry in warehouse.legacy_paths}
 
 
 def warehouses_line(warehouses: Collection[str]) -> str:
@@ -41,8 +79,8 @@ def warehouses_line(warehouses: Collection[str]) -> str:
 
 
 def read_warehouses(yml: Path) -> set[str] | None:
-    """The warehouses a model's yml lists; None when it has no such line, or one that no
-    longer reads back (then lakemirror leaves it as it is)."""
+    """The warehouses a model's yml lists (names, or an earlier version's paths); None when it
+    has no such line, or one that no longer reads back (then lakemirror leaves it as it is)."""
     match = _LINE.search(yml.read_text(encoding="utf-8"))
     if match is None:
         return None
@@ -54,12 +92,7 @@ def read_warehouses(yml: Path) -> set[str] | None:
         return None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         return None
-    return normal_names(names)
-
-
-def normal_names(warehouses: Collection[str]) -> set[str]:
-    """Warehouse names as listed: without a trailing `/`."""
-    return {_normal(name) for name in warehouses}
+    return {_normal(name) for name in names}
 
 
 def replace_warehouses(yml: Path, warehouses: Collection[str]) -> bool:
@@ -82,8 +115,8 @@ def without_warehouses(body: str) -> str:
 
 def warehouse_condition(warehouses: Collection[str]) -> str:
     """A jinja expression (without braces), true when dbt runs for one of `warehouses`."""
-    names = ", ".join(jinja_string(_normal(name), safe=_PATH_SAFE) for name in sorted(warehouses))
-    return f"(env_var('{WAREHOUSE_VARIABLE}', '').rstrip('/') in [{names}])"
+    names = ", ".join(jinja_string(name) for name in sorted(warehouses))
+    return f"(env_var('{NAME_VARIABLE}', '{DEFAULT_NAME}') in [{names}])"
 
 
 def _enabled(warehouses: Collection[str]) -> str:

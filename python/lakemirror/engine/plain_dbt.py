@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
+from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
@@ -51,6 +52,15 @@ def check_embedded_engine(parameters: Mapping[str, str]) -> None:
                       "LAKEMIRROR_ENGINE_PORT)", hint=hint)
 
 
+def invocation_state() -> dict[str, Any]:
+    """What dbt's CLI (and dbtRunner) keeps of the command running: its flags, profile and
+    project (`ctx.obj`); empty without one (dbt used as a library)."""
+    import click
+
+    context = click.get_current_context(silent=True)
+    return context.obj if context is not None and isinstance(context.obj, dict) else {}
+
+
 class EngineCheck(dbtPlugin):
     """dbt's plugin: before a command that connects, the embedded engine answers, or dbt stops
     with the fix. dbt hands a plugin only the project's name: the profile and command come
@@ -58,10 +68,7 @@ class EngineCheck(dbtPlugin):
     used as a library) there is nothing to check."""
 
     def initialize(self) -> None:
-        import click
-
-        context = click.get_current_context(silent=True)
-        state = context.obj if context is not None and isinstance(context.obj, dict) else {}
+        state = invocation_state()
         profile, flags = state.get("profile"), state.get("flags")
         if profile is None or getattr(flags, "WHICH", None) in _OFFLINE_COMMANDS:
             return

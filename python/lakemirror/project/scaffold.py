@@ -7,10 +7,11 @@ from pathlib import Path
 
 from lakemirror.errors import ConfigError
 from lakemirror.project.locate import dbt_package_dir
+from lakemirror.project.package_link import link_dbt_package
 from lakemirror.project.templates import (
     GITIGNORE,
+    PACKAGES_YML,
     forwarding_macros,
-    packages_yml,
     profiles_yml,
     project_yml,
 )
@@ -26,9 +27,10 @@ def project_name(folder: str) -> str:
 
 def init_project(directory: Path, *, name: str | None = None, deps: bool = True) -> list[Path]:
     """Write a dbt project into `directory` (created if needed): dbt_project.yml with
-    lakemirror's block, packages.yml pointing at the installed dbt package, profiles.yml with
-    lakemirror's targets, macros/lakemirror.sql, .gitignore; then `dbt deps` unless `deps` is
-    false. Never overwrites a file. Returns the files written."""
+    lakemirror's block, packages.yml naming the link to the installed dbt package (see
+    `package_link`), profiles.yml with lakemirror's targets, macros/lakemirror.sql,
+    .gitignore; then the link, and `dbt deps` unless `deps` is false. No file holds a path of
+    this machine, so the project moves. Never overwrites a file. Returns the files written."""
     directory = directory.resolve()
     name = name or project_name(directory.name)
     if not _NAME.fullmatch(name) or name == "lakemirror":
@@ -42,7 +44,7 @@ def init_project(directory: Path, *, name: str | None = None, deps: bool = True)
     package = dbt_package_dir()
     files = {
         "dbt_project.yml": project_yml(name),
-        "packages.yml": packages_yml(package),
+        "packages.yml": PACKAGES_YML,
         "profiles.yml": profiles_yml(
             (package / "profiles" / "profiles.yml").read_text(encoding="utf-8"), name),
         "macros/lakemirror.sql": forwarding_macros(),
@@ -54,6 +56,7 @@ def init_project(directory: Path, *, name: str | None = None, deps: bool = True)
     for path, text in files.items():
         (directory / path).parent.mkdir(parents=True, exist_ok=True)
         (directory / path).write_text(text, encoding="utf-8")
+    link_dbt_package(directory)
     if deps:
         _dbt_deps(directory)
     return [directory / path for path in files]

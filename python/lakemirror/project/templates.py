@@ -3,12 +3,11 @@ to add (the same text: a test keeps docs/pages/dbt-project.md in step with these
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from string import Template
 
 from lakemirror.errors import ConfigError
+from lakemirror.project.package_link import PACKAGE_LINK
 
 _BLOCK = Template("""\
 # --- lakemirror (docs/pages/dbt-project.md) ---------------------------------------------------
@@ -66,11 +65,13 @@ clean-targets: ["target", "dbt_packages"]
 
 $block""")
 
-_PACKAGES = Template("""\
+PACKAGES_YML = f"""\
 packages:
-  # lakemirror's dbt package, installed with lakemirror (`lakemirror package-path`).
-  - local: $path
-""")
+  # lakemirror's dbt package. {PACKAGE_LINK} links to the copy installed with
+  # lakemirror on this machine: lakemirror's dbt plugin makes the link when dbt runs, `dbt deps`
+  # included (.gitignore keeps it out of git).
+  - local: {PACKAGE_LINK}
+"""
 
 FORWARDING_MACROS = """\
 {#-- lakemirror (docs/pages/dbt-project.md). dbt looks these macros up in
@@ -104,10 +105,11 @@ FORWARDING_MACROS = """\
 {% endmacro %}
 """
 
-GITIGNORE = """\
+GITIGNORE = f"""\
 target/
 dbt_packages/
 logs/
+{PACKAGE_LINK.split("/")[0]}/
 """
 
 
@@ -123,10 +125,6 @@ def forwarding_macros() -> str:
 
 def project_yml(name: str) -> str:
     return _PROJECT.substitute(name=name, block=lakemirror_block(name))
-
-
-def packages_yml(package: Path) -> str:
-    return _PACKAGES.substitute(path=json.dumps(str(package)))  # JSON strings are YAML too
 
 
 def profiles_yml(template: str, name: str) -> str:
