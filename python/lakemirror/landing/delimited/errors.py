@@ -6,11 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lakemirror.errors import (
-    ColumnError,
-    LandingZoneError,
-    MetadataError,
-    RowMarkerError,
-    UnreadableFileError,
+    ColumnError, LandingZoneError, MetadataError, RowMarkerError, UnreadableFileError,
     ValueParseError,
 )
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat
