@@ -45,12 +45,12 @@ def open_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDef
     errors = FileErrors(path, fmt, table)
     check_format(fmt, errors)
     declared = declared_columns(columns, errors)
-    rows = Splitter(Text(path, zone, errors))
-    parsed = rows.parse(declared)
+    splitter = Splitter(Text(path, zone, errors))
+    parsed = splitter.parse(declared)
     if parsed is None:
         empty = schema(list((declared or {}).values()))
         return DelimitedText(empty, lambda max_rows: iter(()))
-    return DelimitedText(parsed.schema, lambda max_rows: rows.batches(parsed, max_rows))
+    return DelimitedText(parsed.schema, lambda max_rows: splitter.batches(parsed, max_rows))
 
 
 def read_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
