@@ -32,6 +32,7 @@ from lakemirror.errors import (
     ValueParseError,
 )
 from lakemirror.landing import delimited, discover_tables
+from lakemirror.landing.delimited import compression, lines, splitter, standins
 from lakemirror.landing.delimited import (
     ColumnDefinition,
     DelimitedFormat,
@@ -408,7 +409,7 @@ def test_line_numbers_count_line_breaks_inside_quoted_values(tmp_path):
 def test_line_numbers_across_many_blocks(tmp_path):
     rows = "".join(f'{i},"{i}\n{i}"\r\n' for i in range(2000))
     path = write(tmp_path, f"a,b\r\n{rows}x,y\r\n")
-    with mock.patch.object(delimited, "_BLOCK_SIZE", 1024):
+    with mock.patch.object(splitter, "BLOCK_SIZE", 1024):
         message = failure(path, columns=[ColumnDefinition("a", "Int64"),
                                          ColumnDefinition("b", "String")], kind=ValueParseError)
     assert "line 4002, column 'a': 'x'" in message
@@ -454,14 +455,14 @@ def test_file_ending_with_an_escape_character(tmp_path):
 def test_row_longer_than_a_block(tmp_path):
     value = "v" * 5000 + "\r\n" + "w" * 5000
     path = write(tmp_path, f'a,b\r\n1,"{value}"\r\n2,x\r\n')
-    with mock.patch.object(delimited, "_BLOCK_SIZE", 1024):
+    with mock.patch.object(splitter, "BLOCK_SIZE", 1024):
         assert read(path) == {"a": ["1", "2"], "b": [value, "x"]}
 
 
 def test_quoted_crlf_across_a_block_boundary(tmp_path):
     """pyarrow alone drops the LF here (apache/arrow#51368)."""
     path = write(tmp_path, "a\r\n" + "x" * 57 + '\r\n"\r\n"\r\n')
-    with mock.patch.object(delimited, "_BLOCK_SIZE", 64):
+    with mock.patch.object(splitter, "BLOCK_SIZE", 64):
         assert read(path)["a"] == ["x" * 57, "\r\n"]
 
 
@@ -567,12 +568,12 @@ def render(writer: Writer, names, rows, trailing: bool, bom: bool) -> tuple[byte
 
 @settings(max_examples=200, deadline=None, suppress_health_check=ONE_TMP_PATH)
 @given(table=tables(), trailing=st.booleans(), bom=st.booleans(),
-       block_size=st.sampled_from([delimited._BLOCK_SIZE, 64]))
+       block_size=st.sampled_from([splitter.BLOCK_SIZE, 64]))
 def test_random_tables_survive_a_round_trip(tmp_path, table, trailing, bom, block_size):
     fmt, writer, names, rows = table
     content, _ = render(writer, names, rows, trailing, bom)
     path = write(tmp_path, content)
-    with mock.patch.object(delimited, "_BLOCK_SIZE", block_size):
+    with mock.patch.object(splitter, "BLOCK_SIZE", block_size):
         result = read(path, fmt)
     assert result == {name: [row[index] for row in rows] for index, name in enumerate(names)}
 
@@ -605,8 +606,8 @@ def test_random_bad_value_is_reported_on_its_line(tmp_path, table, data):
 @contextmanager
 def tiny(chunk: int, block: int = 16) -> Iterator[None]:
     """Decode and adjust `chunk` bytes at a time, and parse blocks of `block` bytes."""
-    with mock.patch.object(delimited, "_TEXT_CHUNK", chunk), \
-            mock.patch.object(delimited, "_BLOCK_SIZE", block):
+    with mock.patch.object(compression, "TEXT_CHUNK", chunk), \
+            mock.patch.object(splitter, "BLOCK_SIZE", block):
         yield
 
 
@@ -709,18 +710,18 @@ def test_a_stand_in_character_late_in_the_file_makes_a_re_read_that_skips_rows_h
         tmp_path):
     rows = [(str(i), f"{i}\n") for i in range(5000)] + [("5000", "\ue000\ue001\ue002\ue003\n")]
     path = write(tmp_path, "a,b\r\n" + "".join(f'{a},"{b}"\r\n' for a, b in rows))
-    scanned = delimited._Reader._scanned_swaps
+    scanned = splitter.Splitter.scanned_swaps
     handed_on: list[int] = []  # rows handed on when the text was scanned for stand-ins
     taken = [0]
 
-    def scan(reader: delimited._Reader) -> delimited._Swaps:
+    def scan(reader: splitter.Splitter) -> standins.Swaps:
         handed_on.append(taken[0])
         return scanned(reader)
 
     def during(got: list[pa.RecordBatch]) -> None:
         taken[0] = sum(batch.num_rows for batch in got)
 
-    with tiny(1024, 256), mock.patch.object(delimited._Reader, "_scanned_swaps", scan):
+    with tiny(1024, 256), mock.patch.object(splitter.Splitter, "scanned_swaps", scan):
         got = streamed(path, during=during)
     assert len(handed_on) == 1 and handed_on[0] > 0
     assert pa.Table.from_batches(got).to_pydict() == {"a": [a for a, _ in rows],
@@ -732,14 +733,14 @@ def test_re_reads_skip_the_rows_already_handed_on(tmp_path):
     rows = [(str(i), "x\ny") for i in range(3000)] + [("3000", "long\n" * 400)] + [
         (str(i), "z") for i in range(3001, 30000)] + [("30000", "\ue000\ue001\ue002")]
     path = write(tmp_path, "a,b\r\n" + "".join(f'{a},"{b}"\r\n' for a, b in rows))
-    attempt = delimited._Reader._attempt
+    attempt = splitter.Splitter._attempt
     attempts: list[tuple[int, int]] = []  # block size, rows handed on before
 
     def spied(reader, parse, block_size, done):
         attempts.append((block_size, done.rows))
         return attempt(reader, parse, block_size, done)
 
-    with tiny(1024, 256), mock.patch.object(delimited._Reader, "_attempt", spied):
+    with tiny(1024, 256), mock.patch.object(splitter.Splitter, "_attempt", spied):
         got = streamed(path)
     assert attempts[0] == (256, 0) and attempts[-1][0] > 256
     assert any(0 < rows < 3000 for _, rows in attempts)  # the long row, after rows went on
@@ -795,7 +796,7 @@ def test_random_bad_value_in_tiny_pieces_is_reported_on_its_line(tmp_path, table
 def test_line_breaks_in_a_column_are_counted_as_value_by_value(values, start):
     column = pa.array(values, pa.string()).slice(min(start, len(values)))
     expected = sum(len(re.findall(r"\r\n|\r|\n", value or "")) for value in column.to_pylist())
-    assert delimited._breaks(column) == expected
+    assert lines.breaks(column) == expected
 
 
 # -- streaming into staging --------------------------------------------------------------------
@@ -824,14 +825,14 @@ def test_a_file_failing_after_rows_went_to_staging_stages_none_of_them(tmp_path)
     [table] = discover_tables(tmp_path / "zone")
     warehouse = Warehouse(tmp_path / "wh")
     typed: list[int] = []
-    original = delimited._Reader._typed
+    original = splitter.Splitter._typed
 
     def spied(*args: Any) -> pa.RecordBatch:
         typed.append(1)
         return original(*args)
 
-    with mock.patch.object(delimited, "_BLOCK_SIZE", 4096), \
-            mock.patch.object(delimited._Reader, "_typed", spied):
+    with mock.patch.object(splitter, "BLOCK_SIZE", 4096), \
+            mock.patch.object(splitter.Splitter, "_typed", spied):
         failed = ingest_table(table, warehouse)
     assert len(typed) > 10  # batches went to the staging writer before the bad row was met
     assert (failed.status, failed.error_type) == ("failed", "ValueParseError")
