@@ -186,8 +186,9 @@ def test_ratios_are_against_the_faster_verified_deltars() -> None:
     assert result(("lakemirror", 6.0, True)).ratio("lakemirror", BEST_DELTARS) is None
 
 
-STATUS = {"schema": "dbo", "table": "bench1", "status": "replicating", "last_sequence": 4,
-          "rows": 5273, "error": None, "note": None, "error_class": None, "warnings": []}
+STATUS = {"schema": "dbo", "table": "bench1", "folder": "bench1", "status": "replicating",
+          "last_sequence": 4, "rows": 5273, "error": None, "note": None, "error_class": None,
+          "warnings": []}
 
 
 @pytest.mark.parametrize(("change", "message"), [
