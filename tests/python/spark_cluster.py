@@ -24,6 +24,8 @@ from pathlib import Path
 
 from lakemirror.engine.spark import DELTA_JARS, spark_unavailable
 
+from test_cli import free_port
+
 READY_SECONDS = 120  # a loaded 2-core machine; measured about 18 s when idle
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DELTA_SETTINGS = {
@@ -44,13 +46,6 @@ def cluster_unavailable() -> str | None:
     if reason is None and not os.environ.get(DELTA_JARS):
         return f"the test cluster needs Delta's jars in a folder: set {DELTA_JARS}"
     return reason
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def spark_home() -> Path:

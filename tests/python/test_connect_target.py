@@ -4,16 +4,24 @@ default threads, two warehouses on one server, and the failures a user meets fir
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from lakemirror.conflicts import ConflictKind
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
+from test_cli import free_port
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# Tests that use the cluster; the others need no server.
+on_cluster = pytest.mark.usefixtures("connect")
+pytestmark = pytest.mark.slow
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -36,6 +44,8 @@ def mirror_batches(root: Path) -> Path:
     """A two-table zone mirrored batch by batch on the connect target, each batch's tables
     compared with the reference model; returns the warehouse."""
     zone, service = mirror_setup(root, "connect")
+    conflicts: list[str] = []
+    service.progress = lambda line: conflicts.append(line) if "conflict" in line else None
     for folder in TABLES:
         zone.table(folder, ["id"])
     for number, _ in enumerate(BATCHES, start=1):
@@ -47,8 +57,54 @@ def mirror_batches(root: Path) -> Path:
                     for row in apply_changes(BATCHES[:number], ["id"])]
         for schema, table in (("dbo", "customers"), ("sales", "orders")):
             assert mirrored_rows(service.warehouse, schema, table) == as_multiset(expected)
+    assert not [line for line in conflicts if ConflictKind.CONCURRENT_APPEND.value in line]
     return service.warehouse
 
 
-def test_a_zone_mirrors_exactly_with_the_default_threads(tmp_path, connect):
+@pytest.mark.spark
+@on_cluster
+def test_a_zone_mirrors_exactly_with_the_default_threads_quietly(tmp_path, recwarn):
+    """Four threads on a fresh warehouse: models create the control tables at once (the loser
+    is built again) and append their bookkeeping at once (never a conflict). dbt-spark's session
+    cursor makes pyspark warn on every statement over Spark Connect: those stay quiet."""
     mirror_batches(tmp_path)
+    assert not [warning for warning in recwarn
+                if "catalogImplementation" in str(warning.message)]
+
+
+def run_cli(tmp_path: Path, zone: Zone, **env: str) -> subprocess.CompletedProcess[str]:
+    """`lakemirror run` on the connect target in a new process, over a one-table zone."""
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, BATCHES[0], SCHEMA)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lakemirror"), "run", "--target", "connect",
+         "--landing-zone", str(zone.root), "--warehouse", str(tmp_path / "wh"),
+         "--project-dir", str(copy_project(tmp_path / "project"))],
+        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"), **env},
+        capture_output=True, text=True, timeout=300)
+
+
+def test_an_unreachable_server_fails_the_run_in_bounded_time_naming_the_fix(tmp_path, zone):
+    """Spark Connect's client would retry for about ten minutes without a word."""
+    port = free_port()
+    started = time.monotonic()
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=f"sc://127.0.0.1:{port}",
+                  LAKEMIRROR_CONNECT_TIMEOUT="2")
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert (f"the Spark Connect server does not answer: nothing accepted a connection at "
+            f"127.0.0.1:{port} in 2 s") in output
+    assert "LAKEMIRROR_CONNECT_URL" in output and "LAKEMIRROR_CONNECT_TIMEOUT" in output
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.spark
+def test_a_server_without_delta_is_named_with_the_servers_settings(tmp_path, zone, spark_cluster):
+    """Not the spark target's hint, whose settings are the client's."""
+    url = spark_cluster.connect_server("connect-without-delta", delta=False)
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=url)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output
+    assert "the Spark server has no Delta Lake" in output, output
+    assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in output
+    assert "LAKEMIRROR_DELTA_JARS" not in output
