@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from lakemirror.conflicts import ConflictKind
+from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
@@ -108,3 +109,42 @@ def test_a_server_without_delta_is_named_with_the_servers_settings(tmp_path, zon
     assert "the Spark server has no Delta Lake" in output, output
     assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in output
     assert "LAKEMIRROR_DELTA_JARS" not in output
+
+
+@pytest.mark.spark
+@on_cluster
+def test_a_second_warehouse_on_one_server_stops_before_touching_either(tmp_path):
+    """The server's catalog attaches lakemirror's names at the first warehouse's tables; a run
+    for another warehouse would read and write those. It stops, naming both, and the first
+    warehouse goes on."""
+    first_zone, first = mirror_setup(tmp_path / "a", "connect")
+    second_zone, second = mirror_setup(tmp_path / "b", "connect")
+    for zone in (first_zone, second_zone):
+        zone.table("Customers", ["id"])
+        zone.write("Customers", 1, BATCHES[0], SCHEMA)
+    assert [status.status for status in first.run()] == ["replicating"]
+    with pytest.raises(ConfigError, match="one server serves one warehouse") as stopped:
+        second.run()
+    assert str(first.warehouse) in str(stopped.value) and str(second.warehouse) in str(
+        stopped.value)
+    assert not (second.warehouse / "dbo" / "customers").exists()
+    first_zone.write("Customers", 2, BATCHES[1], SCHEMA)
+    assert [status.status for status in first.run()] == ["replicating"]
+    expected = [{k: v for k, v in row.items() if k != M}
+                for row in apply_changes(BATCHES[:2], ["id"])]
+    assert mirrored_rows(first.warehouse, "dbo", "customers") == as_multiset(expected)
+
+
+@pytest.mark.parametrize(("target", "names"), [
+    ("connect", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension"),
+    ("spark", "LAKEMIRROR_DELTA_JARS"),
+])
+def test_the_missing_delta_hint_names_where_delta_is_missing(target, names):
+    """The spark target's jars are this process's; any other target's, its server's."""
+    from lakemirror.engine.spark import missing_delta_hint
+
+    assert names in (missing_delta_hint(
+        "java.lang.ClassNotFoundException: org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        target) or "")
+    server_error = "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta. SQLSTATE: 42K02"
+    assert (missing_delta_hint(server_error, target) is None) is (target == "spark")
