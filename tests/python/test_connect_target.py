@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from lakemirror.conflicts import ConflictKind
+from lakemirror.engine.spark import forget_tables
 from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
 
@@ -36,6 +37,15 @@ TABLES = ("Customers", "Sales.schema/Orders")
 
 @pytest.fixture
 def connect(spark_cluster, monkeypatch):
+    """The cluster's Connect server for the connect target, its catalog emptied of an earlier
+    test's tables (one server serves one warehouse at a time; their data stays)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(spark_cluster.connect_url).create()
+    try:
+        forget_tables(session)
+    finally:
+        session.stop()
     monkeypatch.setenv("LAKEMIRROR_CONNECT_URL", spark_cluster.connect_url)
     monkeypatch.delenv("LAKEMIRROR_THREADS", raising=False)  # the profile's default: 4
     return spark_cluster
