@@ -17,6 +17,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set registry = lakemirror._relations_table() -%}
+    {%- do lakemirror._refuse_foreign_catalog(registry) -%}
     {%- set query -%}
         select schema_name, table_name, location, coalesce(format, 'delta'), definition
         from {{ registry }}

@@ -4,13 +4,23 @@
     {{ return(adapter.dispatch('record_mirror_batch', 'lakemirror')()) }}
 {% endmacro %}
 
+{#-- A blind append: the claimed batch end is read first, in its own statement, so the insert
+     reads nothing of mirror_batches and never conflicts with another model's bookkeeping. --#}
 {% macro default__record_mirror_batch() %}
     {%- set batches = lakemirror._mirror_batches_table() -%}
+    {%- set relation_name = lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) -%}
+    {%- set claimed = run_query(
+        'select max(batch_end) from ' ~ batches ~ " where relation_name = '" ~ relation_name
+        ~ "' and invocation_id = '" ~ invocation_id ~ "' and kind = 'claimed'"
+    ).columns[0].values()[0] if execute else none -%}
+    {%- if claimed is not none %}
     insert into {{ batches }}
-    select relation_name, invocation_id, 'applied', batch_end, cast(current_timestamp() as string)
-    from {{ batches }}
-    where
-        relation_name = '{{ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) }}'
-        and invocation_id = '{{ invocation_id }}'
-        and kind = 'claimed'
+    values (
+        '{{ relation_name }}',
+        '{{ invocation_id }}',
+        'applied',
+        {{ claimed | int }},
+        cast(current_timestamp() as string)
+    )
+    {%- endif %}
 {% endmacro %}

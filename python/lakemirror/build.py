@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
-from lakemirror.errors import ConfigError
+from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
 
@@ -46,9 +46,11 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
         finally:
             if not warm:
                 close_connect_sessions()
+    if (stopped := _lakemirror_error(outcome.exception)) is not None:
+        raise stopped
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
-                          hint=(missing_delta_hint(str(outcome.exception))
+                          hint=(missing_delta_hint(str(outcome.exception), target)
                                 or "check the dbt project, profiles and target"))
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
@@ -57,6 +59,13 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                        result.message or _operation_error(result, operation_errors),
                        _depends_on(result), _completed_at(result))
             for result in outcome.result.results]
+
+
+def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
+    """The error of lakemirror's dbt plugin that stopped dbt (dbt wraps it in its own)."""
+    while error is not None and not isinstance(error, LakemirrorError):
+        error = error.__cause__ or error.__context__
+    return error
 
 
 def _operation_error_collector(errors: list[str]) -> Callable[[Any], None]:

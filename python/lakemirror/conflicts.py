@@ -23,6 +23,7 @@ class ConflictKind(str, Enum):
     METADATA_CHANGED = "metadata changed"
     PROTOCOL_CHANGED = "protocol changed"
     CONCURRENT_TRANSACTION = "concurrent transaction"
+    CONCURRENT_CREATE = "concurrent create"
     UNREPORTED = "commit conflict, reason not reported by the engine"
 
 
@@ -54,6 +55,9 @@ _PATTERNS = [
     (ConflictKind.CONCURRENT_TRANSACTION,
      r"ConcurrentTransactionException|DELTA_CONCURRENT_TRANSACTION|ConcurrentWriteException"
      r"|DELTA_CONCURRENT_WRITE|Concurrent transaction failed"),
+    # Two sessions creating one table at once (`create table if not exists`, e.g. the control
+    # tables on a fresh warehouse): the loser finds the winner's first files and no table yet.
+    (ConflictKind.CONCURRENT_CREATE, r"DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"),
     # Sail reports every lost commit as "Failed to commit transaction: 0", without the reason.
     (ConflictKind.UNREPORTED,
      r"Failed to commit transaction|Tried committing existing table version"),

@@ -120,6 +120,13 @@ class EngineError(LakemirrorError):
     exit_code = 2
 
 
+class UnreachableServerError(EngineError):
+    """A remote Spark Connect server did not answer in time: the run fails (exit code 1) and
+    its staged files wait for the next run."""
+
+    exit_code = 1
+
+
 class LockTimeoutError(LakemirrorError):
     """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
 

@@ -147,3 +147,17 @@ def fail_if_hung(seconds: int, what: str) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One standalone Spark cluster behind a Spark Connect server with Delta, for the session
+    (tests/python/spark_cluster.py); skipped, with the reason, without Java or Delta's jars."""
+    from spark_cluster import cluster_unavailable
+    from spark_cluster import spark_cluster as start_cluster
+
+    reason = cluster_unavailable()
+    if reason is not None:
+        pytest.skip(f"Spark cluster skipped: {reason}")
+    with start_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster

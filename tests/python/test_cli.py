@@ -186,12 +186,14 @@ def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, mad
     assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout
 
 
-def test_only_the_embedded_target_is_checked_for_a_running_engine():
-    """The `connect` target keeps Spark Connect's retries, which ride out a server's restart."""
+def test_the_embedded_and_connect_targets_are_checked_for_a_server():
+    """Both Spark Connect targets are marked, so dbt never sits in the client's silent retries;
+    only the embedded one is taken for lakemirror's engine."""
     outputs = yaml.safe_load((REPO / "profiles" / "profiles.yml").read_text())["lakemirror"][
         "outputs"]
-    assert [name for name, output in outputs.items()
-            if ENGINE_MARK in output.get("server_side_parameters", {})] == ["embedded"]
+    assert {name: output["server_side_parameters"][ENGINE_MARK] for name, output in outputs.items()
+            if ENGINE_MARK in output.get("server_side_parameters", {})} == {
+        "embedded": "embedded", "connect": "connect"}
     assert embedded_engine(outputs["connect"]["server_side_parameters"]) is None
     assert embedded_engine({"spark.remote": "sc://engine:7/;token=x", ENGINE_MARK: "embedded"}
                            ) == EngineAddress("engine", 7)

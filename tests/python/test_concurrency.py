@@ -72,6 +72,10 @@ SPARK_APPEND = ("[DELTA_CONCURRENT_APPEND] ConcurrentAppendException: Files were
     ("[DELTA_CONCURRENT_TRANSACTION] ConcurrentTransactionException: This error occurs when "
      "multiple streaming queries are using the same checkpoint.",
      ConflictKind.CONCURRENT_TRANSACTION),
+    ("[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table "
+     "('`spark_catalog`.`_lakemirror_control`.`mirror_batches`'). The associated location "
+     "('file:/wh/_lakemirror/control/mirror_batches') is not empty and also not a Delta table.",
+     ConflictKind.CONCURRENT_CREATE),
 ])
 def test_engine_messages_are_classified_and_kept_whole(message, kind):
     conflict = classify_conflict(message)

@@ -25,3 +25,18 @@ def test_the_engine_is_quiet_by_default():
 @pytest.mark.parametrize("variable", ["LAKEMIRROR_LOG", "LAKEMIRROR_DEBUG"])
 def test_the_engine_log_is_shown_when_asked_for(variable):
     assert "Spark Connect server" in engine_stderr(**{variable: "1"})
+
+
+def test_the_in_process_engine_listens_on_the_port_set():
+    """LAKEMIRROR_ENGINE_PORT sets the in-process engine's port too, not only the background
+    engine's (without it, any free port: runs side by side never collide)."""
+    from test_cli import free_port
+
+    port = free_port()
+    started = subprocess.run(
+        [sys.executable, "-c", "from lakemirror.engine.sail import ChildEngine; "
+         "engine = ChildEngine(); print(engine.address.port); engine.kill()"],
+        env={**os.environ, "LAKEMIRROR_ENGINE_PORT": str(port)},
+        capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.split() == [str(port)]

@@ -46,7 +46,7 @@ def test_init_writes_a_project_configured_for_lakemirror(tmp_path):
     assert ".lakemirror/" in (project / ".gitignore").read_text().splitlines()
     profiles = yaml.safe_load((project / "profiles.yml").read_text())
     assert list(profiles) == ["sales_mirror"]
-    assert {"embedded", "spark", "connect", "thrift"} <= set(profiles["sales_mirror"]["outputs"])
+    assert set(profiles["sales_mirror"]["outputs"]) == {"embedded", "spark", "connect"}
     assert (project / "macros/lakemirror.sql").read_text() == forwarding_macros()
 
 

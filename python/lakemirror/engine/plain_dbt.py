@@ -1,34 +1,46 @@
-"""Plain `dbt` on the embedded engine: a command that would connect to an engine that is not
-running stops at once, naming `lakemirror engine start`.
+"""dbt (plain or run by lakemirror) on a Spark Connect target: a command that would connect to
+a server that does not answer stops, naming the fix, instead of hanging.
 
-The embedded target reaches the engine over Spark Connect, whose client retries a server that
-does not answer for about ten minutes without a word. dbt imports every installed `dbt_*` module
-and sets up the plugins it lists before it connects (dbt-core's plugin manager): lakemirror's
-(`dbt_lakemirror`) checks there that the engine answers. It checks only a target marked as the
-embedded engine's (`spark.lakemirror.engine: embedded` in its server_side_parameters), so the
-`connect` target keeps the client's retries, which ride out a remote server's restart."""
+Spark Connect's client retries a server that does not answer for about ten minutes without a
+word. dbt imports every installed `dbt_*` module and sets up the plugins it lists before it
+connects (dbt-core's plugin manager): lakemirror's (`dbt_lakemirror`) checks there that the
+server answers, for targets marked in their server_side_parameters (`spark.lakemirror.engine`):
+`embedded` stops at once, naming `lakemirror engine start`; `connect` (a remote cluster) waits
+up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. The
+plugin also silences the warning dbt-spark's session cursor makes pyspark print on every
+statement over Spark Connect (it cannot set spark.sql.catalogImplementation there)."""
 
 from __future__ import annotations
 
+import os
+import time
 import urllib.parse
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
 from lakemirror.engine.sail import EngineAddress, answers, background_engine
-from lakemirror.errors import EngineError
+from lakemirror.errors import EngineError, UnreachableServerError
 
 ENGINE_MARK = "spark.lakemirror.engine"
 SPARK_CONNECT_PORT = 15002  # Spark Connect's port when the URL names none
+CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
 
 
 def embedded_engine(parameters: Mapping[str, str]) -> EngineAddress | None:
     """Where a target marked as the embedded engine's connects (its `spark.remote`), else None."""
+    return marked_server(parameters, "embedded")
+
+
+def marked_server(parameters: Mapping[str, str], mark: str) -> EngineAddress | None:
+    """Where a target marked `mark` connects (its `spark.remote`), else None."""
     remote = parameters.get("spark.remote", "")
-    if parameters.get(ENGINE_MARK) != "embedded" or not remote.startswith("sc://"):
+    if parameters.get(ENGINE_MARK) != mark or not remote.startswith("sc://"):
         return None
     url = urllib.parse.urlparse("http" + remote.removeprefix("sc"))
     try:
@@ -61,6 +73,42 @@ def invocation_state() -> dict[str, Any]:
     return context.obj if context is not None and isinstance(context.obj, dict) else {}
 
 
+def check_connect_server(parameters: Mapping[str, str]) -> None:
+    """Raise UnreachableServerError when the target is marked `connect` and its server does
+    not accept connections within LAKEMIRROR_CONNECT_TIMEOUT seconds."""
+    address = marked_server(parameters, "connect")
+    if address is None:
+        return
+    timeout = connect_timeout()
+    deadline = time.monotonic() + timeout
+    while not answers(address):
+        if time.monotonic() >= deadline:
+            raise UnreachableServerError(
+                f"the Spark Connect server does not answer: nothing accepted a connection at "
+                f"{address.host}:{address.port} in {timeout:g} s (LAKEMIRROR_CONNECT_URL)",
+                hint="start the server or fix LAKEMIRROR_CONNECT_URL; staged files are "
+                     f"mirrored by the next run ({CONNECT_TIMEOUT} sets the wait)")
+        time.sleep(0.5)
+
+
+def connect_timeout() -> float:
+    """Seconds to wait for a `connect` target's server (LAKEMIRROR_CONNECT_TIMEOUT)."""
+    value = os.environ.get(CONNECT_TIMEOUT, "")
+    try:
+        return float(value) if value else DEFAULT_CONNECT_TIMEOUT
+    except ValueError:
+        raise EngineError(f"{CONNECT_TIMEOUT}={value!r} is not a number of seconds",
+                          hint=f"unset it (default {DEFAULT_CONNECT_TIMEOUT:g}) or give "
+                               "seconds") from None
+
+
+def quiet_session_cursor() -> None:
+    """Silence pyspark's warning on each statement of dbt-spark's session cursor over Spark
+    Connect, which asks for a Hive catalog the server's static settings fix."""
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"Failed to set spark\.sql\.catalogImplementation")
+
+
 class EngineCheck(dbtPlugin):
     """dbt's plugin: before a command that connects, the embedded engine answers, or dbt stops
     with the fix. dbt hands a plugin only the project's name: the profile and command come
@@ -68,8 +116,11 @@ class EngineCheck(dbtPlugin):
     used as a library) there is nothing to check."""
 
     def initialize(self) -> None:
+        quiet_session_cursor()
         state = invocation_state()
         profile, flags = state.get("profile"), state.get("flags")
         if profile is None or getattr(flags, "WHICH", None) in _OFFLINE_COMMANDS:
             return
-        check_embedded_engine(getattr(profile.credentials, "server_side_parameters", None) or {})
+        parameters = getattr(profile.credentials, "server_side_parameters", None) or {}
+        check_embedded_engine(parameters)
+        check_connect_server(parameters)

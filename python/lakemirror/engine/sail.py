@@ -17,6 +17,7 @@ from pathlib import Path
 from lakemirror.errors import DEBUG_VARIABLE, EngineError
 
 DEFAULT_PORT = 50051
+PORT_VARIABLE = "LAKEMIRROR_ENGINE_PORT"  # the in-process engine's port when set, else any free one
 HOST = "127.0.0.1"
 LOG_VARIABLE = "LAKEMIRROR_LOG"  # set (or --debug): the engine's own log lines reach stderr
 
@@ -43,8 +44,9 @@ class ChildEngine:
 
     def __init__(self, *, timeout: float = 60.0) -> None:
         self._log = tempfile.TemporaryFile()
+        port = os.environ.get(PORT_VARIABLE) or "0"
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "lakemirror.engine.server", "--port", "0", "--with-parent"],
+            [sys.executable, "-m", "lakemirror.engine.server", "--port", port, "--with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None if engine_log_shown() else self._log)
         assert self._process.stdout is not None

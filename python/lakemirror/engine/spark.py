@@ -14,6 +14,7 @@ left alone.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import MutableMapping
@@ -53,9 +54,20 @@ def make_delta_jars_absolute(environ: MutableMapping[str, str]) -> None:
         environ[DELTA_JARS] = str(Path(folder).resolve())
 
 
-def missing_delta_hint(error: str) -> str | None:
-    """The fix for a Spark error saying Delta's classes are missing, or None for other errors."""
-    if "org.apache.spark.sql.delta" not in error and "DeltaSparkSessionExtension" not in error:
+def missing_delta_hint(error: str, target: str = "spark") -> str | None:
+    """The fix for a Spark error saying Delta's classes are missing, or None for other errors:
+    on the `spark` target the jars are this process's; on another (a Spark Connect server) the
+    server's."""
+    client_side = "org.apache.spark.sql.delta" in error or "DeltaSparkSessionExtension" in error
+    if target != "spark":
+        if not client_side and not re.search(r"DATA_SOURCE_NOT_FOUND.*\bdelta\b", error, re.S):
+            return None
+        return ("the Spark server has no Delta Lake: start it with Delta's jars (--packages "
+                "io.delta:delta-spark_2.13:<version>, or --jars) and --conf "
+                "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension --conf "
+                "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog "
+                "(docs/spark-cluster.md)")
+    if not client_side:
         return None
     return (f"Spark found no Delta Lake classes: point {DELTA_JARS} at the folder holding "
             f"delta-spark_2.13-*.jar and delta-storage-*.jar (now "

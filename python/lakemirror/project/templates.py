@@ -138,6 +138,6 @@ def profiles_yml(template: str, name: str) -> str:
     if not count:
         raise ConfigError("lakemirror's profiles template has no `lakemirror:` profile",
                           hint="reinstall lakemirror")
-    return ("# dbt profiles of this project: lakemirror's targets (embedded, spark, connect, "
-            "thrift).\n# dbt and lakemirror find this file next to dbt_project.yml; every "
+    return ("# dbt profiles of this project: lakemirror's targets (embedded, spark, "
+            "connect).\n# dbt and lakemirror find this file next to dbt_project.yml; every "
             "value comes from an env var.\n" + body)

@@ -1,0 +1,160 @@
+"""The `connect` target against a real standalone Spark cluster behind a Spark Connect server
+with Delta (tests/python/spark_cluster.py, one for the session): mirroring with the profile's
+default threads, two warehouses on one server, and the failures a user meets first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakemirror.conflicts import ConflictKind
+from lakemirror.engine.spark import forget_tables
+from lakemirror.errors import ConfigError
+from lakemirror.reference import ROW_MARKER, apply_changes
+
+from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
+from test_cli import free_port
+
+# Tests that use the cluster; the others need no server.
+on_cluster = pytest.mark.usefixtures("connect")
+pytestmark = pytest.mark.slow
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+BATCHES = [
+    [{"id": i, "v": f"v{i}", M: 0} for i in range(1, 5)],
+    [{"id": 1, "v": "one", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 5, "v": "e", M: 4}],
+    [{"id": 2, "v": "back", M: 0}, {"id": 3, "v": None, M: 2}, {"id": 1, "v": "uno", M: 4}],
+]
+TABLES = ("Customers", "Sales.schema/Orders")
+
+
+@pytest.fixture
+def connect(spark_cluster, monkeypatch):
+    """The cluster's Connect server for the connect target, its catalog emptied of an earlier
+    test's tables (one server serves one warehouse at a time; their data stays)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(spark_cluster.connect_url).create()
+    try:
+        forget_tables(session)
+    finally:
+        session.stop()
+    monkeypatch.setenv("LAKEMIRROR_CONNECT_URL", spark_cluster.connect_url)
+    monkeypatch.delenv("LAKEMIRROR_THREADS", raising=False)  # the profile's default: 4
+    return spark_cluster
+
+
+def mirror_batches(root: Path) -> Path:
+    """A two-table zone mirrored batch by batch on the connect target, each batch's tables
+    compared with the reference model; returns the warehouse."""
+    zone, service = mirror_setup(root, "connect")
+    conflicts: list[str] = []
+    service.progress = lambda line: conflicts.append(line) if "conflict" in line else None
+    for folder in TABLES:
+        zone.table(folder, ["id"])
+    for number, _ in enumerate(BATCHES, start=1):
+        for folder in TABLES:
+            zone.write(folder, number, BATCHES[number - 1], SCHEMA)
+        statuses = service.run()
+        assert [status.status for status in statuses] == ["replicating"] * 2, statuses
+        expected = [{k: v for k, v in row.items() if k != M}
+                    for row in apply_changes(BATCHES[:number], ["id"])]
+        for schema, table in (("dbo", "customers"), ("sales", "orders")):
+            assert mirrored_rows(service.warehouse, schema, table) == as_multiset(expected)
+    assert not [line for line in conflicts if ConflictKind.CONCURRENT_APPEND.value in line]
+    return service.warehouse
+
+
+@pytest.mark.spark
+@on_cluster
+def test_a_zone_mirrors_exactly_with_the_default_threads_quietly(tmp_path, recwarn):
+    """Four threads on a fresh warehouse: models create the control tables at once (the loser
+    is built again) and append their bookkeeping at once (never a conflict). dbt-spark's session
+    cursor makes pyspark warn on every statement over Spark Connect: those stay quiet."""
+    mirror_batches(tmp_path)
+    assert not [warning for warning in recwarn
+                if "catalogImplementation" in str(warning.message)]
+
+
+def run_cli(tmp_path: Path, zone: Zone, **env: str) -> subprocess.CompletedProcess[str]:
+    """`lakemirror run` on the connect target in a new process, over a one-table zone."""
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, BATCHES[0], SCHEMA)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lakemirror"), "run", "--target", "connect",
+         "--landing-zone", str(zone.root), "--warehouse", str(tmp_path / "wh"),
+         "--project-dir", str(copy_project(tmp_path / "project"))],
+        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"), **env},
+        capture_output=True, text=True, timeout=300)
+
+
+def test_an_unreachable_server_fails_the_run_in_bounded_time_naming_the_fix(tmp_path, zone):
+    """Spark Connect's client would retry for about ten minutes without a word."""
+    port = free_port()
+    started = time.monotonic()
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=f"sc://127.0.0.1:{port}",
+                  LAKEMIRROR_CONNECT_TIMEOUT="2")
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert (f"the Spark Connect server does not answer: nothing accepted a connection at "
+            f"127.0.0.1:{port} in 2 s") in output
+    assert "LAKEMIRROR_CONNECT_URL" in output and "LAKEMIRROR_CONNECT_TIMEOUT" in output
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.spark
+def test_a_server_without_delta_is_named_with_the_servers_settings(tmp_path, zone, spark_cluster):
+    """Not the spark target's hint, whose settings are the client's."""
+    url = spark_cluster.connect_server("connect-without-delta", delta=False)
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=url)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output
+    assert "the Spark server has no Delta Lake" in output, output
+    assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in output
+    assert "LAKEMIRROR_DELTA_JARS" not in output
+
+
+@pytest.mark.spark
+@on_cluster
+def test_a_second_warehouse_on_one_server_stops_before_touching_either(tmp_path):
+    """The server's catalog attaches lakemirror's names at the first warehouse's tables; a run
+    for another warehouse would read and write those. It stops, naming both, and the first
+    warehouse goes on."""
+    first_zone, first = mirror_setup(tmp_path / "a", "connect")
+    second_zone, second = mirror_setup(tmp_path / "b", "connect")
+    for zone in (first_zone, second_zone):
+        zone.table("Customers", ["id"])
+        zone.write("Customers", 1, BATCHES[0], SCHEMA)
+    assert [status.status for status in first.run()] == ["replicating"]
+    with pytest.raises(ConfigError, match="one server serves one warehouse") as stopped:
+        second.run()
+    assert str(first.warehouse) in str(stopped.value) and str(second.warehouse) in str(
+        stopped.value)
+    assert not (second.warehouse / "dbo" / "customers").exists()
+    first_zone.write("Customers", 2, BATCHES[1], SCHEMA)
+    assert [status.status for status in first.run()] == ["replicating"]
+    expected = [{k: v for k, v in row.items() if k != M}
+                for row in apply_changes(BATCHES[:2], ["id"])]
+    assert mirrored_rows(first.warehouse, "dbo", "customers") == as_multiset(expected)
+
+
+@pytest.mark.parametrize(("target", "names"), [
+    ("connect", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension"),
+    ("spark", "LAKEMIRROR_DELTA_JARS"),
+])
+def test_the_missing_delta_hint_names_where_delta_is_missing(target, names):
+    """The spark target's jars are this process's; any other target's, its server's."""
+    from lakemirror.engine.spark import missing_delta_hint
+
+    assert names in (missing_delta_hint(
+        "java.lang.ClassNotFoundException: org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        target) or "")
+    server_error = "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta. SQLSTATE: 42K02"
+    assert (missing_delta_hint(server_error, target) is None) is (target == "spark")
