@@ -1,4 +1,5 @@
-# The two commands of README: `make demo` and `make test`.
+# The two commands of README, `make demo` and `make test`; `make docs` builds the documentation
+# site (docs/) into build/site.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= $(CURDIR)/demo
@@ -28,4 +29,7 @@ test: install
 lint: install
 	$(VENV)/bin/sqlfluff lint macros models
 
-.PHONY: install demo test lint
+docs: install
+	$(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml
+
+.PHONY: install demo test lint docs

@@ -29,7 +29,7 @@
     {%- if feature == 'checkpointProtection' and not truncate_history -%}
         {{ exceptions.raise_compiler_error("lakemirror.drop_feature: Delta drops "
             ~ "checkpointProtection only with its history: pass truncate_history: true "
-            ~ "(the downgrade then takes two runs, see README 'Table settings').") }}
+            ~ "(the downgrade then takes two runs, see docs/pages/table-settings.md).") }}
     {%- endif -%}
     {%- set parts = relation.split('.') -%}
     {%- set target_relation = api.Relation.create(

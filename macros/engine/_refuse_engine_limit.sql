@@ -4,7 +4,7 @@
     {{ exceptions.raise_compiler_error(
         "lakemirror: " ~ model.resource_type ~ " " ~ model.name ~ " asks for " ~ asked
         ~ ", which the embedded engine (Sail) cannot do: " ~ why ~ ". " ~ instead
-        ~ " (README \"dbt features and their status per engine\").") }}
+        ~ " (docs/pages/dbt-project.md, \"dbt features and their status per engine\").") }}
 {% endmacro %}
 
 {#-- Refuse a table in a format other than Delta on the embedded engine: Sail writes it, but

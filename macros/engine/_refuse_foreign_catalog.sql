@@ -18,7 +18,8 @@
                 ~ attached ~ "', another warehouse's, not this run's '" ~ wanted ~ "'. A Spark "
                 ~ "Connect server's catalog is shared by all its sessions, so one server serves "
                 ~ "one warehouse. Fix: mirror this warehouse on a Connect server of its own, or "
-                ~ "restart the server before switching warehouses (docs/spark-cluster.md).") }}
+                ~ "restart the server before switching warehouses "
+                ~ "(docs/pages/spark-cluster.md).") }}
         {%- endif -%}
     {%- endfor -%}
 {% endmacro %}

@@ -1,4 +1,4 @@
-{#-- Drop mirrored tables, their history tables (README "History of a mirrored table") and
+{#-- Drop mirrored tables, their history tables (docs/pages/history.md) and
      their staging tables from the engine's catalog (`dbt run-operation
      lakemirror.drop_mirrored_tables --args '{tables: [dbo.customers]}'`). lakemirror runs it when
      a landing-zone folder is deleted or recreated, then deletes the tables' folders, since

@@ -1,4 +1,4 @@
-{#-- The body of a history model (SCD type 2, README "History of a mirrored table"): one row
+{#-- The body of a history model (SCD type 2, docs/pages/history.md): one row
      per version of a key, from the staged changes that take effect (a change a
      ConditionalUpdateColumn skips makes no version). An insert, update or upsert at position p
      opens a version valid from p; the key's next update, upsert or delete ends it (valid to

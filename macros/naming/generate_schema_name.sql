@@ -10,8 +10,8 @@
 {%- endmacro %}
 
 {#-- When lakemirror is a package of your project, dbt's own generate_schema_name dispatches
-     here (README's `dispatch:` block): mirror models keep their landing-zone schema, every
-     other model is named as dbt names it. A generate_schema_name of your own comes first:
+     here (the `dispatch:` block of docs/pages/dbt-project.md): mirror models keep their
+     landing-zone schema, every other model is named as dbt names it. A generate_schema_name of your own comes first:
      keep `custom_schema_name` as is there for models with incremental_strategy 'mirror'. --#}
 {% macro default__generate_schema_name(custom_schema_name, node) -%}
     {%- if custom_schema_name is not none and node is not none

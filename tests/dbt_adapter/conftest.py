@@ -1,5 +1,5 @@
 """dbt's adapter conformance suite (dbt-tests-adapter) on a user's dbt project that installs
-lakemirror as a package, as README "Use lakemirror in your dbt project" says: packages.yml with
+lakemirror as a package, as docs/pages/dbt-project.md says: packages.yml with
 a local path to lakemirror's dbt package (as its wheel ships it), lakemirror's block of
 dbt_project.yml (its `dispatch:`; snapshots registered as well) and the forwarding macros of
 `lakemirror init`.

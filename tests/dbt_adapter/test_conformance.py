@@ -79,8 +79,9 @@ pytestmark = pytest.mark.slow
 
 
 def engine_limit(why: str) -> pytest.MarkDecorator:
-    """A case the embedded engine cannot pass, for the reason README "dbt features and their
-    status per engine" gives: it must fail (strict), so a fixed engine shows up at once."""
+    """A case the embedded engine cannot pass, for the reason docs/pages/dbt-project.md
+    ("dbt features and their status per engine") gives: it must fail (strict), so a fixed
+    engine shows up at once."""
     return pytest.mark.xfail(reason=f"engine limit of the embedded engine (Sail 0.7.2): {why}",
                              strict=True)
 

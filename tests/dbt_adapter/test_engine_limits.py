@@ -1,6 +1,6 @@
 """The embedded engine's limits that lakemirror refuses before any SQL runs, with a message
-naming the model, what it asked for and why (README "dbt features and their status per
-engine"), in a user's project with lakemirror as a package (conftest.py)."""
+naming the model, what it asked for and why (docs/pages/dbt-project.md, "dbt features and
+their status per engine"), in a user's project with lakemirror as a package (conftest.py)."""
 
 from __future__ import annotations
 

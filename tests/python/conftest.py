@@ -32,8 +32,8 @@ make_delta_jars_absolute(os.environ)  # the CLI tests' subprocesses run in other
 # LAKEMIRROR_DELTA_JARS at ../shared/delta-4.0.0 where that folder exists.
 SPARK_UNAVAILABLE = spark_unavailable()
 # The suite's one JVM lives for the whole session, where the full JIT pays for its compiling
-# (the spark-marked tests: 907 s with the profile's quick tier only, 652 s with it; README
-# "Engines"). Subprocesses inherit it: the command-line spark tests took no longer.
+# (the spark-marked tests: 907 s with the profile's quick tier only, 652 s with it;
+# docs/pages/engines.md). Subprocesses inherit it: the command-line spark tests took no longer.
 os.environ.setdefault("LAKEMIRROR_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC")
 
 

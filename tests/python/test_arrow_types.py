@@ -1,5 +1,6 @@
 """Every Arrow type a publisher may write is staged as its documented Delta type, with its values
-converted by the documented rule (README, "Parquet and Arrow types"), or fails only its table.
+converted by the documented rule (docs/pages/landing-zone.md, "Parquet and Arrow types"), or
+fails only its table.
 The rules are stated here again in plain Python, independently of lakemirror's conversion."""
 
 import datetime as dt

@@ -1,6 +1,6 @@
 """A project moves: made and mirrored on one machine, committed, and run on another machine
 (other paths, another virtualenv with the wheel installed, another warehouse) with the one
-deployment step, `dbt deps`, then `lakemirror run` and plain `dbt build` (docs/deploy.md)."""
+deployment step, `dbt deps`, then `lakemirror run` and plain `dbt build` (docs/pages/deploy.md)."""
 
 import json
 import os

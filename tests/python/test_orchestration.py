@@ -1,5 +1,6 @@
-"""The orchestrated job of docs/deploy.md: the task functions of docs/examples/airflow_dag.py,
-called without a scheduler, and its DAG wired up by a stand-in for Airflow's decorators."""
+"""The orchestrated job of docs/pages/deploy.md: the task functions of
+docs/pages/examples/airflow_dag.py, called without a scheduler, and its DAG wired up by a
+stand-in for Airflow's decorators."""
 
 import importlib.util
 import os
@@ -16,7 +17,7 @@ from lakemirror.reference import apply_changes
 from conftest import REPO, as_multiset, mirrored_rows
 from test_packaging import BIN, free_port, publish
 
-EXAMPLE = REPO / "docs/examples/airflow_dag.py"
+EXAMPLE = REPO / "docs/pages/examples/airflow_dag.py"
 
 
 def load_example(name="airflow_dag"):

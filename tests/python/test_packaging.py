@@ -1,6 +1,6 @@
-"""The two install paths of README "Use lakemirror in your dbt project": the built wheel,
-installed (not editable) into a fresh virtualenv, with `lakemirror init`; and lakemirror added
-to an existing dbt project by its packages.yml, the README's block and its macro file."""
+"""The two install paths of the docs (docs/pages/getting-started.md, dbt-project.md): the built
+wheel, installed (not editable) into a fresh virtualenv, with `lakemirror init`; and lakemirror
+added to an existing dbt project by its packages.yml, the docs' block and its macro file."""
 
 import os
 import re
@@ -152,15 +152,15 @@ OWN_MODELS = {
 }
 
 
-def readme_code(heading, language):
-    """The first `language` code block after `heading` in README."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index(heading):]
+def docs_code(heading, language):
+    """The first `language` code block after `heading` in the docs' page on a dbt project."""
+    page = (REPO / "docs/pages/dbt-project.md").read_text()
+    section = page[page.index(heading):]
     return re.search(rf"```{language}\n(.*?)```", section, re.DOTALL).group(1)
 
 
-def test_an_existing_dbt_project_takes_lakemirror_with_the_readmes_configuration(tmp_path):
-    """README's way for an existing project (here the package is this checkout: the same files
+def test_an_existing_dbt_project_takes_lakemirror_with_the_docs_configuration(tmp_path):
+    """The docs' way for an existing project (here the package is this checkout: the same files
     a git install of lakemirror brings)."""
     project, zone, warehouse = tmp_path / "analytics", tmp_path / "zone", tmp_path / "wh"
     (project / "macros").mkdir(parents=True)
@@ -169,9 +169,9 @@ def test_an_existing_dbt_project_takes_lakemirror_with_the_readmes_configuration
         (project / path).write_text(sql)
     (project / "dbt_project.yml").write_text(
         'name: my_project\nconfig-version: 2\nversion: "1.0.0"\nprofile: my_project\n\n'
-        + readme_code("the block below to your `dbt_project.yml`", "yaml"))
+        + docs_code("the block below to your `dbt_project.yml`", "yaml"))
     (project / "macros/lakemirror.sql").write_text(
-        readme_code("add this file as `macros/lakemirror.sql`", "sql"))
+        docs_code("add this file as `macros/lakemirror.sql`", "sql"))
     (project / "packages.yml").write_text(
         f"packages:\n  - local: {dbt_package_dir()}\n")
     shutil.copy(REPO / "profiles/profiles.yml", project / "profiles.yml")

@@ -1,5 +1,5 @@
 """The user's dbt project: `lakemirror init`, the project lakemirror uses by default, where
-dbt's profiles and lakemirror's dbt package are, and the README's configuration block."""
+dbt's profiles and lakemirror's dbt package are, and the configuration block of the docs."""
 
 import os
 from pathlib import Path
@@ -61,7 +61,7 @@ def test_init_never_overwrites_and_refuses_an_existing_project(tmp_path):
     (tmp_path / "b" / "dbt_project.yml").write_text("name: b\n")
     result = run_cli("init", str(tmp_path / "b"), "--no-deps")
     assert result.exit_code == 2 and "already holds a dbt project" in result.output
-    assert "Use lakemirror in your dbt project" in result.output
+    assert "docs/pages/dbt-project.md" in result.output
     result = run_cli("init", str(tmp_path / "c"), "--no-deps", "--name", "lakemirror")
     assert result.exit_code == 2 and "--name" in result.output
 
@@ -112,11 +112,10 @@ def test_the_dbt_package_is_found_and_its_path_printed():
     assert (package / "macros").is_dir() and (package / "profiles/profiles.yml").is_file()
 
 
-def test_readme_shows_exactly_the_configuration_init_writes():
-    readme = (REPO / "README.md").read_text()
-    assert lakemirror_block("my_project") in readme
-    assert forwarding_macros() in readme
-    assert readme.index("## Use lakemirror in your dbt project") < readme.index("## Two commands")
+def test_the_docs_show_exactly_the_configuration_init_writes():
+    page = (REPO / "docs/pages/dbt-project.md").read_text()
+    assert lakemirror_block("my_project") in page
+    assert forwarding_macros() in page
 
 
 def test_the_demo_needs_the_example_project_of_a_clone(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ each other, column types and change positions included.
 
 The per-scenario suites (test_mirror_dbt, test_schema_evolution, ...) run these cases one
 warehouse each, and their hypothesis streams with more examples, on the embedded engine; this
-module is their representative subset on the spark target (README "Engines").
+module is their representative subset on the spark target (docs/pages/engines.md).
 """
 
 from __future__ import annotations
@@ -158,8 +158,9 @@ TSV_EXPECTED = [
      "at": datetime.datetime(2024, 3, 1, 6)}]
 RECREATED = [[{"v": 100, "w": "a", M: 0}, {"v": 200, "w": "b", M: 0}]]
 RECREATED_SCHEMA = schema(("v", pa.int64()), ("w", pa.string()))
-# Column mapping keeps names with spaces and punctuation on Delta on Spark (README "Schema
-# changes"); the embedded engine gets it at create too, so both build the same table.
+# Column mapping keeps names with spaces and punctuation on Delta on Spark
+# (docs/pages/landing-zone.md, "Schema changes"); the embedded engine gets it at create too, so
+# both build the same table.
 SETTINGS = ["dbo:", "  dbo__odd: {+delta_features: [columnMapping]}"]
 # The third run mirrors only the tables it changes (a run with --table): it re-applies their
 # batches after the crash, rebuilds the recreated folder and drops the deleted one.

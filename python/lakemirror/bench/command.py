@@ -136,7 +136,7 @@ def _storage(result: BenchResult, figures: Figures, directory: Path, progress: P
     return {**dataclasses.asdict(storage), "ratios": storage.ratios()}, storage.text()
 
 
-# Deletion vectors are off by default (README, "Performance"); the figures they change most are
+# Deletion vectors are off by default (docs/pages/performance.md); the figures they change most are
 # also measured with them on the mirror models.
 DELETION_VECTORS = ("deletionVectors",)
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (

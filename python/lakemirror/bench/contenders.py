@@ -68,8 +68,8 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
                     delta_features: tuple[str, ...] = ()) -> Path:
     """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
-    out of the project itself; its mirror models take `delta_features` (README, "Table
-    settings")."""
+    out of the project itself; its mirror models take `delta_features`
+    (docs/pages/table-settings.md)."""
     from lakemirror.service import PROJECT_DIR
 
     project.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     """With `lakemirror run --watch`'s loop running, land SAMPLES files of CHANGES_PER_FILE
     changes one at a time into a table of `spec.table_rows` rows and time each from landing to
     the commit that makes it visible in the mirrored table; the mirror models take
-    `delta_features` (README, "Table settings")."""
+    `delta_features` (docs/pages/table-settings.md)."""
     from deltalake import DeltaTable
 
     from lakemirror.delta.listed_features import listed_features

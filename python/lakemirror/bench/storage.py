@@ -80,7 +80,7 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
                     delta_features: tuple[str, ...] = ()) -> Storage:
     """Mirror `spec`'s table file by file with a warm service, run `maintain`, measure, then
     delete the mirrored table and rebuild it from staging; the mirror models take
-    `delta_features` (README, "Table settings")."""
+    `delta_features` (docs/pages/table-settings.md)."""
     from deltalake import DeltaTable
 
     from lakemirror.maintenance import maintain

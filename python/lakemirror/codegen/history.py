@@ -59,7 +59,7 @@ def history_sql(model: MirrorModel) -> str:
 
 -- Every version of each key of the landing-zone table this file is named after (SCD type 2):
 -- one row per insert, update or upsert that took effect, valid from its change position to the
--- position of the key's next update, upsert or delete (README "History of a mirrored table").
+-- position of the key's next update, upsert or delete (docs/pages/history.md).
 {{{{ lakemirror.staged_history(source('lakemirror_staging', {jinja_string(model.name)})) }}}}
 """
 
@@ -140,7 +140,7 @@ def _history_name_held(table: LandingTable, owner: str,
              else "still staged: its folder was deleted, and the next run that selects it drops it")
     return FileNameError(
         f"the folder {table.zone_folder!r} maps to table {table.qualified_name}, the name of the "
-        f"history model and table of {owner} ({where}; README \"History of a mirrored table\")",
+        f"history model and table of {owner} ({where}; docs/pages/history.md)",
         table=table.qualified_name, file=str(table.folder),
         hint=f"rename the folder {table.zone_folder!r} to a name that does not end in "
              f"{HISTORY_SUFFIX}; it is not mirrored until then, and {owner} mirrors as usual")

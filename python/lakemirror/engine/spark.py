@@ -66,7 +66,7 @@ def missing_delta_hint(error: str, target: str = "spark") -> str | None:
                 "io.delta:delta-spark_2.13:<version>, or --jars) and --conf "
                 "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension --conf "
                 "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog "
-                "(docs/spark-cluster.md)")
+                "(docs/pages/spark-cluster.md)")
     if not client_side:
         return None
     return (f"Spark found no Delta Lake classes: point {DELTA_JARS} at the folder holding "

@@ -1,9 +1,9 @@
 """What staging stores for each Arrow type a landing file may hold, and the conversion to it.
 
-Delta has fewer types than Arrow (README, "Parquet and Arrow types"): every Arrow type maps to
-one Delta type holding the same values, inside structs, lists and maps too. A column whose type
-has no Delta form, or a value the mapped type cannot hold, fails its table with a ColumnError
-naming the column, the type, the file and the fix.
+Delta has fewer types than Arrow (docs/pages/landing-zone.md, "Parquet and Arrow types"):
+every Arrow type maps to one Delta type holding the same values, inside structs, lists and maps
+too. A column whose type has no Delta form, or a value the mapped type cannot hold, fails its
+table with a ColumnError naming the column, the type, the file and the fix.
 
 - unsigned integers → the next wider signed type (uint64 → decimal(20,0)); float16 → float.
 - decimal32/64/256(p,s) → decimal(min(p,38),s); with p > 38 every value must fit 38 digits.
@@ -39,7 +39,8 @@ _TO_MICROS = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _LIST_KINDS = {pa.list_(pa.null()).id: pa.list_, pa.large_list(pa.null()).id: pa.large_list,
                pa.list_view(pa.null()).id: pa.list_view,
                pa.large_list_view(pa.null()).id: pa.large_list_view}
-_FIX = "publish the column as a type lakemirror maps (README, \"Parquet and Arrow types\")"
+_FIX = ("publish the column as a type lakemirror maps (docs/pages/landing-zone.md, "
+        "\"Parquet and Arrow types\")")
 
 
 class _Unstageable(ValueError):

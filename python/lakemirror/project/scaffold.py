@@ -39,8 +39,8 @@ def init_project(directory: Path, *, name: str | None = None, deps: bool = True)
                                "'lakemirror', the package's own name)")
     if (directory / "dbt_project.yml").exists():
         raise ConfigError(f"{directory} already holds a dbt project",
-                          hint="add lakemirror to it as README \"Use lakemirror in your dbt "
-                               f"project\" says (its dbt package: {dbt_package_dir()})")
+                          hint="add lakemirror to it as docs/pages/dbt-project.md says (its dbt "
+                               f"package: {dbt_package_dir()})")
     package = dbt_package_dir()
     files = {
         "dbt_project.yml": project_yml(name),

@@ -1,5 +1,5 @@
-"""The files `lakemirror init` writes, and the configuration README asks an existing dbt project
-to add (the same text: a test keeps README in step with these templates)."""
+"""The files `lakemirror init` writes, and the configuration the docs ask an existing dbt project
+to add (the same text: a test keeps docs/pages/dbt-project.md in step with these templates)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lakemirror.errors import ConfigError
 from lakemirror.project.package_link import PACKAGE_LINK
 
 _BLOCK = Template("""\
-# --- lakemirror (README "Use lakemirror in your dbt project") ---------------------------------
+# --- lakemirror (docs/pages/dbt-project.md) ---------------------------------------------------
 # lakemirror's package attaches the warehouse's tables, views and snapshots to each new engine
 # session itself, when dbt first lists a schema.
 vars:
@@ -74,7 +74,7 @@ packages:
 """
 
 FORWARDING_MACROS = """\
-{#-- lakemirror (README "Use lakemirror in your dbt project"). dbt looks these macros up in
+{#-- lakemirror (docs/pages/dbt-project.md). dbt looks these macros up in
      your project and in dbt itself, never in a package: each hands over to lakemirror's. --#}
 
 {#-- The `mirror` incremental strategy of the generated models. --#}

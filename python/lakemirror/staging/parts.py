@@ -2,7 +2,7 @@
 
 pyarrow's streaming writer holds one row group at a time, so staging a file of any size takes
 bounded memory, and it writes faster than delta-rs's writer (staging a 2 GB file: 259 MB above
-idle against 462 MB through delta-rs; README, "Performance"). The parts only count once the
+idle against 462 MB through delta-rs; docs/pages/performance.md). The parts only count once the
 commit that adds them is written: a failed write removes what it wrote, and a crash or a
 failed commit leaves files no version of the table reads, which `lakemirror maintain`'s
 vacuum removes after the retention period.

@@ -1,4 +1,4 @@
-"""An Airflow DAG that runs a lakemirror project in production (docs/deploy.md).
+"""An Airflow DAG that runs a lakemirror project in production (docs/pages/deploy.md).
 
 Every 15 minutes: `lakemirror run --json` mirrors the landing zone and builds the project, then
 the project's own `dbt build` runs, then the run fails if lakemirror reported a table failed or
