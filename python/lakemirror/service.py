@@ -74,7 +74,8 @@ class MirrorService:
         with locked_scope(self, tables) as (landing, scope):
             dropped = self.drop_retired(landing, scope)
             healed = retire.heal_returned(self, landing, scope)
-            ingested = models.generate_models(self, ingest.ingest(self, _in(landing, scope)))
+            ingested = ingest.ingest(self, _in_scope(landing, scope))
+            ingested = models.generate_models(self, ingested)
             staged = [r for r in ingested if ingest.is_staged(self, r.table.schema, r.table.name)]
             previous = read_monitor(self.layout)
             idle = (not dropped and not healed and built_with(self.layout) == self._state()
@@ -97,7 +98,8 @@ class MirrorService:
         with locked_scope(self, tables) as (landing, scope):
             dropped = self.drop_retired(landing, scope)
             retire.heal_returned(self, landing, scope)
-            ingested = models.generate_models(self, ingest.ingest(self, _in(landing, scope)))
+            ingested = ingest.ingest(self, _in_scope(landing, scope))
+            ingested = models.generate_models(self, ingested)
             statuses = record.statuses(self, ingested, [])
             dropped = with_recorded_folders(dropped, read_monitor(self.layout))
             record.record_run(self, ingested, statuses, scope, applied_now=False)
@@ -138,6 +140,6 @@ class MirrorService:
         return Warehouse(self.warehouse)
 
 
-def _in(tables: list[LandingTable], scope: Scope) -> list[LandingTable]:
+def _in_scope(tables: list[LandingTable], scope: Scope) -> list[LandingTable]:
     """The tables of the scope."""
     return [table for table in tables if table.qualified_name in scope]
