@@ -16,7 +16,8 @@ import pyarrow as pa
 from deltalake import DeltaTable
 import pytest
 
-import lakemirror.service as service_module
+import lakemirror.run.build as build_phase
+import lakemirror.run.ingest as ingest_phase
 from lakemirror.reference import ROW_MARKER, apply_changes
 from conftest import as_multiset, fail_if_hung, mirror_setup, mirrored_rows
 
@@ -57,7 +58,7 @@ def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) 
 
 
 def engine_pid() -> int:
-    engine = service_module._child_engine
+    engine = build_phase._child_engine
     assert engine is not None and engine.alive()
     return engine.pid
 
@@ -187,14 +188,14 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
     for table in ("Boom", "Good"):
         zone.table(table, ["id"])
         zone.write(table, 1, FIRST, SCHEMA)
-    original = service_module.ingest_table
+    original = ingest_phase.ingest_table
 
     def flaky(table, *args, **kwargs):
         if table.name == "boom":
             raise RuntimeError("a bug")
         return original(table, *args, **kwargs)
 
-    monkeypatch.setattr(service_module, "ingest_table", flaky)
+    monkeypatch.setattr(ingest_phase, "ingest_table", flaky)
     statuses = {status.table: status for status in service.run()}
     assert (statuses["boom"].status, statuses["boom"].error_class) == ("failed", "system")
     assert "unexpected RuntimeError: a bug" in statuses["boom"].error
