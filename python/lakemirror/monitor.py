@@ -33,6 +33,7 @@ class TableMonitor:
     schema: str
     table: str
     status: str
+    last_sequence_staged: int  # staged by the last run; above the applied one until dbt runs
     last_sequence_applied: int
     rows: int | None
     files_pending: int
@@ -57,7 +58,7 @@ class PartnerInfo:
 
 MONITOR_SCHEMA = pa.schema([
     ("schema", pa.string()), ("table", pa.string()), ("status", pa.string()),
-    ("last_sequence_applied", pa.int64()), ("rows", pa.int64()), ("files_pending", pa.int64()),
+    ("last_sequence_staged", pa.int64()), ("last_sequence_applied", pa.int64()), ("rows", pa.int64()), ("files_pending", pa.int64()),
     ("processed_rows", pa.int64()), ("processed_bytes", pa.int64()), ("last_sync", pa.string()),
     ("error", pa.string()), ("error_class", pa.string()), ("warnings", pa.list_(pa.string())),
     ("folder", pa.string()),
@@ -79,6 +80,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
     synced = applied_now and status.rows is not None and (status.status != "failed" or advanced)
     return TableMonitor(
         schema=status.schema, table=status.table, status=status.status,
+        last_sequence_staged=result.last_sequence,
         last_sequence_applied=applied,
         rows=status.rows, files_pending=result.files_pending,
         processed_rows=(previous.processed_rows if previous else 0) + result.staged_rows,
@@ -114,8 +116,9 @@ def read_monitor(warehouse: Warehouse) -> dict[tuple[str, str], TableMonitor]:
 def read_records(warehouse: Warehouse) -> list[TableMonitor]:
     """The records of the last run, one per table folder."""
     rows = _read(warehouse.control_path("table_monitor"))
-    return [TableMonitor(**{**row, "warnings": tuple(row.get("warnings") or ())})
-            for row in rows]  # records of older versions have no warnings
+    return [TableMonitor(**{"last_sequence_staged": row["last_sequence_applied"], **row,
+                            "warnings": tuple(row.get("warnings") or ())})
+            for row in rows]  # records of older versions have neither warnings nor staged
 
 
 def with_recorded_folders(statuses: Sequence[TableStatus],

@@ -256,6 +256,26 @@ def test_status_before_any_run_says_so(tmp_path):
     assert result.exit_code == 0 and result.output.strip() == "no tables mirrored yet"
 
 
+@pytest.mark.slow
+def test_status_counts_files_staged_but_not_yet_applied(zone, tmp_path):
+    zone.table("T", ["id"])
+    for sequence in (1, 2):
+        zone.write("T", sequence, [{"id": sequence, "v": "a", M: 0}], SCHEMA)
+    env = {"LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "LAKEMIRROR_PROJECT_DIR": str(copy_project(tmp_path / "project"))}
+
+    def recorded():
+        shown = run_cli("status", "--json", "--warehouse", str(tmp_path / "wh"))
+        [table] = json.loads(shown.output)["tables"]
+        return table["last_sequence_staged"], table["last_sequence_applied"], table["rows"]
+
+    assert run_cli("ingest", env=env).exit_code == 0
+    assert recorded() == (2, 0, None)  # staged by ingest, for a dbt build to apply
+    assert "last_sequence_staged" in run_cli("status", "--warehouse", str(tmp_path / "wh")).output
+    assert run_cli("run", env=env).exit_code == 0
+    assert recorded() == (2, 2, 2)
+
+
 STATUS_THEN_MODULES = """
 import sys
 from lakemirror.cli.main import cli
@@ -275,7 +295,8 @@ def test_status_reads_the_monitor_without_the_run_machinery(tmp_path):
     from lakemirror.staging.layout import Warehouse
 
     record = monitor.TableMonitor(
-        schema="dbo", table="t", status="replicating", last_sequence_applied=3, rows=7,
+        schema="dbo", table="t", status="replicating", last_sequence_staged=3,
+        last_sequence_applied=3, rows=7,
         files_pending=0, processed_rows=9, processed_bytes=99, last_sync=None, error=None,
         error_class=None, warnings=())
     monitor.write_monitor(Warehouse(tmp_path / "wh"), [record])
