@@ -17,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
+from lakemirror.build import _environment
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
@@ -173,17 +174,8 @@ def object_server(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     if reason is not None:
         pytest.skip(f"{kind} server skipped: {reason}")
     start = object_servers.azurite_server if kind == "azurite" else object_servers.s3_server
-    with start(tmp_path_factory.mktemp(kind)) as server:
-        saved = {name: os.environ.get(name) for name in server.environment}
-        os.environ.update(server.environment)
-        try:
-            yield server
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    with start(tmp_path_factory.mktemp(kind)) as server, _environment(server.environment):
+        yield server
 
 
 @pytest.fixture(scope="session")
