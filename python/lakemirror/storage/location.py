@@ -12,6 +12,7 @@ OneLake workspace's name and lets `..` through.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -254,7 +255,7 @@ def open_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
     from obstore.exceptions import BaseError
     from obstore.store import AzureStore, GCSStore, S3Store
 
-    config, client, retry = split_options(location.options)
+    config, client, retry = split_options({**_client_variables(location.kind), **location.options})
     store_class: Any = {"azure": AzureStore, "s3": S3Store, "gcs": GCSStore}[location.kind]
     try:
         store: AzureStore | S3Store | GCSStore = store_class(
@@ -265,6 +266,14 @@ def open_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
         raise ConfigError(f"cannot open {location.url}: {redact(str(error).splitlines()[0])}",
                           hint="check the storage options' names and values "
                                f"({DOCS})") from None
+
+
+def _client_variables(kind: Kind) -> dict[str, str]:
+    """Client options set as environment variables (AWS_ALLOW_HTTP, AZURE_TIMEOUT, ...): obstore
+    would read them, but any client options given replace them, so they are passed on here."""
+    prefix = {"azure": "AZURE_", "s3": "AWS_", "gcs": "GOOGLE_"}[kind]
+    return {name.lower(): value for name, value in os.environ.items()
+            if name.startswith(prefix) and name[len(prefix):].lower() in CLIENT_OPTIONS}
 
 
 def split_options(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str],
