@@ -13,7 +13,7 @@ _SECRET_NAME = re.compile(r"key|secret|token|password|sas|signature|credential",
 # Query parameters of signed URLs: Azure SAS `sig`, S3 presigned `X-Amz-Signature` and friends.
 _SIGNED_PARAMETER = re.compile(
     r"(?i)\b(sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|"
-    r"x-goog-signature|x-goog-credential|skoid|sktid|code|token)=([^&\s\"']+)")
+    r"x-goog-signature|x-goog-credential)=([^&\s\"']+)")
 _MIN_LENGTH = 6  # a shorter value would blank out ordinary words wherever it occurs
 _known: set[str] = set()
 
