@@ -57,6 +57,7 @@ def test_each_url_form_parses_to_its_store_and_prefix(text, store_url, bucket, p
     assert (location.store_url, location.bucket, location.prefix) == (store_url, bucket, prefix)
     assert dict(location.options) == url_options
     assert parse_location(location.url, {}) == location  # the canonical URL means the same
+    assert {location: 1}[parse_location(location.url, {"region": "x"})] == 1
 
 
 def test_a_local_path_stays_a_path_made_absolute(tmp_path, monkeypatch):

@@ -62,13 +62,15 @@ class ObjectLocation:
     """A prefix in an object store: `store_url` names the container or bucket (what obstore's
     `from_url` takes for the store's root), `prefix` the keys below it (no leading or trailing
     '/', '' for the root). `options` are the storage options for it, credentials included, so
-    neither repr nor str shows them."""
+    neither repr nor str shows them, and two locations are equal (and hash alike) when they
+    name the same place, whatever their options."""
 
     kind: Kind
     store_url: str
     bucket: str  # the container, bucket or OneLake workspace, decoded
     prefix: str
-    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}),
+                                       compare=False)
 
     @property
     def url(self) -> str:
