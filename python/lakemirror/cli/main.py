@@ -22,6 +22,20 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 PATH = click.Path(path_type=Path, file_okay=False)
 
 
+class WarehousePath(click.Path):
+    """A warehouse folder; a URL is refused before anything is written, not taken for a
+    relative path."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        from lakemirror.storage.warehouse import local_warehouse
+
+        return super().convert(local_warehouse(value), param, ctx)
+
+
+WAREHOUSE = WarehousePath(path_type=Path, file_okay=False)
+
+
 class ErrorBoundary(click.Group):
     """Domain errors → one clean line on stderr and the error's exit code; any other error
     (a bug) → one line too, exit code 1, and the traceback only with --debug."""
@@ -60,7 +74,7 @@ def mirror_options(command: Command) -> Command:
     for option in reversed([
         click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
                      help="Landing zone folder [env LAKEMIRROR_LANDING_ZONE]."),
-        click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+        click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
                      help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE]."),
         click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
                      help="dbt project (default: the current directory, as for dbt) "
@@ -174,7 +188,7 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
 
 
 @cli.command(name="status")
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def table_status(warehouse: Path, as_json: bool) -> None:
@@ -189,7 +203,7 @@ def table_status(warehouse: Path, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--table", "tables", multiple=True, metavar="SCHEMA.TABLE",
               help="Only this table (repeatable).")
@@ -218,7 +232,7 @@ def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
 
 @cli.command()
 @click.argument("table", required=False, metavar="[SCHEMA.TABLE]")
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
@@ -252,7 +266,7 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
 
 @cli.command(name="inspect")
 @click.argument("table", required=False)
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--history", type=click.IntRange(min=0), default=5, show_default=True,
               help="How many recent commits to show.")
@@ -270,7 +284,7 @@ def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bo
 @click.option("--readers", default=None,
               help="Comma-separated reader profiles, e.g. delta-2.2,dbr-12.2,delta-rs; "
                    "without it, list the known profiles.")
-@click.option("--warehouse", type=PATH, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:

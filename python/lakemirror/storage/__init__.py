@@ -1,0 +1,1 @@
+"""Storage: where the landing zone and the warehouse are, and the one door to each."""
