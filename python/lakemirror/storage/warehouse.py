@@ -21,22 +21,36 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from lakemirror.errors import ConfigError
+from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # `s3:`; one letter would be a drive
 LOCKS = "_lakemirror/locks"
 
 
 def local_warehouse(given: str | Path) -> Path:
-    """The warehouse folder `given` names; a URL, also one a Path has folded into `s3:/b/w`
-    (a first part `scheme:`), is a ConfigError naming what works instead."""
+    """The warehouse folder `given` names (a path, or a file:// URL). An object store's URL is
+    a ConfigError naming what works instead, and so is a Path one was folded into
+    (`Path("s3://b/w")` is `s3:/b/w`, a first part `scheme:`)."""
     text = str(given)
+    try:
+        location = parse_location(text, {})
+    except ConfigError as error:  # a URL of no store lakemirror knows
+        raise _url_refused(redact_url(text)) from error
+    if isinstance(location, ObjectLocation):
+        raise _url_refused(location.url)
+    if text.lower().startswith("file://"):
+        return location
     if SCHEME.fullmatch(Path(text).parts[0] if text else ""):
-        raise ConfigError(
-            f"the warehouse {text} is a URL: lakemirror keeps its warehouse in a local folder "
-            "(object-store warehouses are not supported yet); nothing was written",
-            hint="pass a local folder as --warehouse (LAKEMIRROR_WAREHOUSE), for example "
-                 "--warehouse ./warehouse, or a folder where the bucket is mounted")
+        raise _url_refused(text)
     return Path(text)
+
+
+def _url_refused(url: str) -> ConfigError:
+    return ConfigError(
+        f"the warehouse {url} is a URL: lakemirror keeps its warehouse in a local folder "
+        "(object-store warehouses are not supported yet); nothing was written",
+        hint="pass a local folder as --warehouse (LAKEMIRROR_WAREHOUSE), for example "
+             "--warehouse ./warehouse, or a folder where the bucket is mounted")
 
 
 def warehouse_storage(root: Path) -> WarehouseStorage:
