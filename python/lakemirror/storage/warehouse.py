@@ -73,13 +73,11 @@ class WarehouseStorage(ABC):
     cut short.
 
     Locks (`try_lock`) keep two lakemirror runs, on one machine or several, off the same
-    table. An implementation for a warehouse at a URL, where file locks do not exist, writes
-    a lease object `_lakemirror/locks/<name>.lease` by conditional put: created only if
-    absent (If-None-Match: *), holding the holder's id and an expiry; a lease past its expiry
-    is taken over only by replacing the version read (If-Match: its ETag), so one of two
-    runners taking over wins; the holder renews the expiry (If-Match) from a heartbeat well
-    before it passes, stops its work when a renewal fails, and deletes the lease (If-Match)
-    on release. A crashed runner's lease then expires instead of blocking the table forever.
+    table. Locally they are file locks. A warehouse at a URL, where file locks do not exist,
+    takes lease objects `_lakemirror/locks/<name>.lease` instead (`storage.lease`): written
+    only by conditional puts (create if absent; take over an expired one by If-Match on the
+    version read), renewed by a heartbeat, and written expired on release, so a crashed
+    runner's lease expires instead of blocking the table forever.
     """
 
     @abstractmethod
