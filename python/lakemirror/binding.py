@@ -11,7 +11,6 @@ plain strings, so a zone at a URL fits the same record.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from lakemirror.landing.zone import LandingZone
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.storage.warehouse import warehouse_storage
 
 RECORD = Path("_lakemirror") / "landing_zone.json"
 REBIND_FLAG = "--rebind-landing-zone (LAKEMIRROR_REBIND_LANDING_ZONE=1)"
@@ -57,17 +57,18 @@ def zone_identity(given: Path) -> ZoneIdentity:
 
 def read_binding(warehouse: Path) -> Binding | None:
     """The warehouse's record; None for a new warehouse (or one an earlier version made)."""
-    path = warehouse / RECORD
-    if not path.is_file():
+    storage = warehouse_storage(warehouse)
+    text = storage.read_text(RECORD.as_posix())
+    if text is None:
         return None
     try:
-        document = json.loads(path.read_text("utf-8"))
+        document = json.loads(text)
         zone = document["landing_zone"]
         return Binding(ZoneIdentity(str(zone["given"]), str(zone["resolved"])),
                        {str(name): str(mark) for name, mark in document["tables"].items()})
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ZoneBindingError(f"the warehouse's landing-zone record is damaged ({error})",
-                               file=str(path),
+                               file=storage.location(RECORD.as_posix()),
                                hint=f"pass {REBIND_FLAG} to record the landing zone again"
                                ) from error
 
@@ -84,16 +85,12 @@ def write_binding(warehouse: Path, binding: Binding) -> None:
     """Record the binding atomically, when it changed."""
     if recorded_binding(warehouse) == binding:
         return
-    path = warehouse / RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({
+    warehouse_storage(warehouse).write_text(RECORD.as_posix(), json.dumps({
         "landing_zone": {"given": binding.zone.given, "resolved": binding.zone.resolved},
         "tables": dict(sorted(binding.tables.items())),
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "note": "written by lakemirror: the landing zone this warehouse mirrors. Runs against "
-                f"another folder are refused; {REBIND_FLAG} changes it"}, indent=2), "utf-8")
-    os.replace(partial, path)
+                f"another folder are refused; {REBIND_FLAG} changes it"}, indent=2))
 
 
 def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
@@ -187,7 +184,7 @@ def looks_like_warehouse(folder: Path) -> bool:
 def looks_like_landing_zone(folder: Path) -> bool:
     """Whether a table folder of `folder` (as a zone's tables are laid out) holds a landing
     zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`."""
-    if not folder.is_dir() or looks_like_warehouse(folder):
+    if not warehouse_storage(folder).is_folder("") or looks_like_warehouse(folder):
         return False
     try:
         tables = discover_tables(folder)

@@ -16,6 +16,8 @@ from lakemirror.parsed_projects import project_fingerprint
 from lakemirror.staging import IngestResult, Warehouse
 from lakemirror.status import TableStatus
 
+STATE_FILE = "_lakemirror/last_build.json"  # the project state of the last build
+
 Records = Mapping[tuple[str, str], TableMonitor]
 
 
@@ -55,22 +57,15 @@ def project_state(project_dir: Path, target: str, dbt_vars: Mapping[str, object]
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def _state_file(layout: Warehouse) -> Path:
-    return layout.root / "_lakemirror" / "last_build.json"
-
-
 def built_with(layout: Warehouse) -> str | None:
     """The project state of the last build of this warehouse."""
     try:
-        state = json.loads(_state_file(layout).read_text()).get("project_state")
+        text = layout.storage.read_text(STATE_FILE)
+        state = None if text is None else json.loads(text).get("project_state")
     except (OSError, ValueError, AttributeError):
         return None
     return state if isinstance(state, str) else None
 
 
 def record_build(layout: Warehouse, state: str) -> None:
-    path = _state_file(layout)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"project_state": state}))
-    partial.replace(path)
+    layout.storage.write_text(STATE_FILE, json.dumps({"project_state": state}))

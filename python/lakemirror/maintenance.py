@@ -34,7 +34,7 @@ from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_lo
 
 MAINTENANCE_HOURS = "LAKEMIRROR_MAINTENANCE_HOURS"
 DEFAULT_MAINTENANCE_HOURS = 24.0
-STAMPS_FILE = "maintenance.json"  # in <warehouse>/_lakemirror/: table → last maintenance time
+STAMPS_FILE = "_lakemirror/maintenance.json"  # table → its last maintenance time
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,10 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
                             max(removed, 0), vacuumed, tuple(skipped))
 
 
-def _stamps_path(layout: Warehouse) -> Path:
-    return layout.root / "_lakemirror" / STAMPS_FILE
-
-
 def _stamps(layout: Warehouse) -> dict[str, float]:
     try:
-        stamps = json.loads(_stamps_path(layout).read_text())
+        text = layout.storage.read_text(STAMPS_FILE)
+        stamps = {} if text is None else json.loads(text)
     except (OSError, ValueError):
         return {}
     return {str(k): float(v) for k, v in stamps.items()} if isinstance(stamps, dict) else {}
@@ -160,11 +157,7 @@ def _stamp(layout: Warehouse, names: Sequence[str], when: float) -> None:
     with control_lock(layout.root):
         stamps = _stamps(layout)
         stamps.update({name: when for name in names})
-        path = _stamps_path(layout)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        partial.write_text(json.dumps(stamps, indent=1, sort_keys=True))
-        partial.replace(path)
+        layout.storage.write_text(STAMPS_FILE, json.dumps(stamps, indent=1, sort_keys=True))
 
 
 def to_json(results: Sequence[TableMaintenance]) -> str:

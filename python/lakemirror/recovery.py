@@ -68,7 +68,7 @@ def restore_table(warehouse: Warehouse, name: str, zone: Path | None) -> Dropped
         raise ConfigError(f"{name!r} is not a table name SCHEMA.TABLE",
                           hint="name it as `lakemirror status` or `lakemirror restore` lists "
                                "it, for example dbo.customers")
-    if warehouse.staging_path(schema, table).exists():
+    if warehouse.storage.exists(warehouse.key(warehouse.staging_path(schema, table))):
         raise RestoreError(
             f"{name} is mirrored: a live table of that name exists, so the dropped copy "
             "cannot come back in its place", table=name,
@@ -94,8 +94,8 @@ def bring_back(warehouse: Warehouse, copy: DroppedCopy) -> None:
                  (copy.schema, copy.table, warehouse.mirrored_path(copy.schema, copy.table)),
                  (copy.schema, copy.table + "__history",
                   warehouse.mirrored_path(copy.schema, copy.table + "__history"))]
-    register_relations(warehouse, [(schema, table, str(path))
-                                   for schema, table, path in relations if path.exists()])
+    register_relations(warehouse, [(schema, table, str(path)) for schema, table, path in relations
+                                   if warehouse.storage.exists(warehouse.key(path))])
 
 
 def _adopt_folder(copy: DroppedCopy, zone: Path) -> None:

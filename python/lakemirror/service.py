@@ -24,6 +24,7 @@ from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
+from lakemirror.storage.warehouse import local_warehouse
 
 __all__ = ["PROJECT_DIR", "MirrorService", "embedded_engine", "engine_address"]
 
@@ -59,7 +60,7 @@ class MirrorService:
         self.given_zone = self.landing_zone
         self.landing_zone = self.landing_zone.resolve()
         self.given_warehouse = self.warehouse
-        self.warehouse = self.warehouse.resolve()
+        self.warehouse = local_warehouse(self.warehouse).resolve()
         self.project_dir = self.project_dir.resolve()
         self.warehouse_name = checked_name(self.warehouse_name)  # before any table
         if not (self.project_dir / "dbt_project.yml").is_file():

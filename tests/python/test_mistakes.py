@@ -227,3 +227,28 @@ def test_pointing_back_after_a_wrong_rebind_heals_every_table(tmp_path):
         setup.assert_exact(folder)
         setup.assert_continued(folder)
     assert {"dbo__customers.sql", "sales__orders.sql"} <= set(setup.models())
+
+
+def test_a_warehouse_url_is_refused_and_no_local_folder_is_made(tmp_path, monkeypatch):
+    """`s3://lake/wh` taken for a relative path used to mirror into a folder `s3:` of the
+    current directory with exit code 0: every command refuses it, by option or variable."""
+    fresh = Mirror(Zone(tmp_path / "LandingZone"), tmp_path / "warehouse",
+                   copy_project(tmp_path / "project"))
+    fresh.zone.table("Customers", ["id"])
+    fresh.publish("Customers", 1)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*")), checksums(tmp_path)
+    url, sas = "s3://lake/wh", "https://account.blob.core.windows.net/lake/wh"
+    by_option = [fresh.run(warehouse=url), fresh.run(warehouse=url, command="ingest")] + [
+        run_cli(*command, "--warehouse", url) for command in (
+            ("status",), ("maintain",), ("restore",), ("restore", "dbo.customers"),
+            ("inspect",), ("doctor", "--readers", "delta-rs"))]
+    by_variable = [run_cli("run", "--landing-zone", str(fresh.zone.root), "--project-dir",
+                           str(fresh.project), env={"LAKEMIRROR_WAREHOUSE": url}),
+                   run_cli("status", env={"LAKEMIRROR_WAREHOUSE": f"{sas}?sv=1&sig=SECRET"})]
+    for result in by_option + by_variable:
+        assert result.exit_code == 2, result.output
+        assert "SECRET" not in result.output
+        assert "is a URL: lakemirror keeps its warehouse in a local folder" in result.output
+        assert "nothing was written" in result.output and "--warehouse" in result.output
+    assert (sorted(tmp_path.rglob("*")), checksums(tmp_path)) == before

@@ -39,10 +39,11 @@ class TableReaders:
 
 def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -> list[TableLog]:
     """The logs of one table (by name) or of every table in the warehouse."""
-    if not warehouse.is_dir():
+    layout = Warehouse(warehouse.resolve())
+    if not layout.storage.is_folder(""):
         raise ConfigError(f"warehouse folder {warehouse} does not exist",
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
-    tables = find_tables(Warehouse(warehouse.resolve()))
+    tables = find_tables(layout)
     chosen = [select_table(tables, table)] if table else tables
     return [read_log(chosen_table, history=history) for chosen_table in chosen]
 

@@ -24,6 +24,20 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 PATH = click.Path(path_type=Path, file_okay=False)
 
 
+class WarehousePath(click.Path):
+    """A warehouse folder; a URL is refused before anything is written, not taken for a
+    relative path."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        from lakemirror.storage.warehouse import local_warehouse
+
+        return super().convert(local_warehouse(value), param, ctx)
+
+
+WAREHOUSE = WarehousePath(path_type=Path, file_okay=False)
+
+
 class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
     """A folder (checked as PATH) or an object-store URL, parsed and its store opened once, so
     a bad URL or storage option fails before any work, naming the option."""
@@ -90,7 +104,7 @@ def mirror_options(command: Command) -> Command:
                      envvar="LAKEMIRROR_LANDING_ZONE",
                      help="Landing zone: a folder, or a OneLake, ADLS, S3 or GCS URL "
                           "[env LAKEMIRROR_LANDING_ZONE]."),
-        click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+        click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
                      help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE]."),
         click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
                      help="dbt project (default: the current directory, as for dbt) "
@@ -204,7 +218,7 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
 
 
 @cli.command(name="status")
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def table_status(warehouse: Path, as_json: bool) -> None:
@@ -219,7 +233,7 @@ def table_status(warehouse: Path, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--table", "tables", multiple=True, metavar="SCHEMA.TABLE",
               help="Only this table (repeatable).")
@@ -248,7 +262,7 @@ def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
 
 @cli.command()
 @click.argument("table", required=False, metavar="[SCHEMA.TABLE]")
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
@@ -282,7 +296,7 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
 
 @cli.command(name="inspect")
 @click.argument("table", required=False)
-@click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--history", type=click.IntRange(min=0), default=5, show_default=True,
               help="How many recent commits to show.")
@@ -300,7 +314,7 @@ def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bo
 @click.option("--readers", default=None,
               help="Comma-separated reader profiles, e.g. delta-2.2,dbr-12.2,delta-rs; "
                    "without it, list the known profiles.")
-@click.option("--warehouse", type=PATH, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+@click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:

@@ -9,12 +9,12 @@ runs that followed them.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from lakemirror.errors import CorruptTableError
+from lakemirror.storage.warehouse import warehouse_storage
 
 COMMIT = re.compile(r"[0-9]{20}\.json")
 ACTIONS = frozenset({"commitInfo", "protocol", "metaData", "add", "remove", "txn", "cdc",
@@ -28,28 +28,27 @@ _REMOVED_FILES = ("num_removed_files", "numTargetFilesRemoved", "numRemovedFiles
 def check_newest_commit(table_path: Path, *, table: str, recovery: str) -> None:
     """Raise CorruptTableError when the newest commit of the Delta table at `table_path` is
     damaged; a folder without a Delta log has nothing to check. `recovery` is the fix."""
-    log = table_path / "_delta_log"
+    storage, log = warehouse_storage(table_path), "_delta_log"
     try:
-        names = [entry.name for entry in os.scandir(log) if COMMIT.fullmatch(entry.name)]
-    except FileNotFoundError:
-        return
+        names = [name for name in storage.files(log) if COMMIT.fullmatch(name)]
     except OSError as error:
-        raise CorruptTableError(f"cannot list the Delta log {log}: {error}", table=table,
-                                file=str(log), hint=recovery) from error
+        raise CorruptTableError(f"cannot list the Delta log {storage.location(log)}: {error}",
+                                table=table, file=storage.location(log), hint=recovery
+                                ) from error
     if not names:
         return
-    newest = log / max(names)
+    newest = f"{log}/{max(names)}"
     try:
-        text = newest.read_bytes().decode("utf-8")
+        text = storage.read_bytes(newest).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise CorruptTableError(f"cannot read the newest commit: {error}", table=table,
-                                file=str(newest), hint=recovery) from error
+                                file=storage.location(newest), hint=recovery) from error
     problem = _problem(text)
     if problem:
         raise CorruptTableError(
             f"the newest commit of the Delta table is damaged ({problem}); lakemirror does not "
             "read around it, since a reader that skips the damage loses changes silently",
-            table=table, file=str(newest), hint=recovery)
+            table=table, file=storage.location(newest), hint=recovery)
 
 
 def _problem(text: str) -> str | None:

@@ -56,17 +56,18 @@ def find_tables(warehouse: Warehouse) -> list[WarehouseTable]:
 
     A `<schema>/<table>` folder is mirrored when it has a staging table, otherwise a model.
     """
-    tables = []
-    for schema, table, path in _two_levels(warehouse.root):
-        kind: TableKind = ("mirrored" if _is_delta(warehouse.staging_path(schema, table))
+    storage, tables = warehouse.storage, []
+    for schema, table in _two_levels(warehouse, warehouse.root):
+        kind: TableKind = ("mirrored" if _is_delta(warehouse, warehouse.staging_path(schema, table))
                            else "model")
-        tables.append(WarehouseTable(kind, f"{schema}.{table}", path))
+        tables.append(WarehouseTable(kind, f"{schema}.{table}",
+                                     warehouse.mirrored_path(schema, table)))
     tables += [WarehouseTable("staging", f"{STAGING_SCHEMA}.{staging_table_name(schema, table)}",
-                              path) for schema, table, path in _two_levels(warehouse.staging_root)]
-    control_root = warehouse.control_root
-    if control_root.is_dir():
-        tables += [WarehouseTable("control", f"{CONTROL_SCHEMA}.{path.name}", path)
-                   for path in control_root.iterdir() if _is_delta(path)]
+                              warehouse.staging_path(schema, table))
+               for schema, table in _two_levels(warehouse, warehouse.staging_root)]
+    tables += [WarehouseTable("control", f"{CONTROL_SCHEMA}.{name}", warehouse.control_path(name))
+               for name in storage.folders(warehouse.key(warehouse.control_root))
+               if _is_delta(warehouse, warehouse.control_path(name))]
     return sorted(tables, key=lambda table: (KINDS.index(table.kind), table.name))
 
 
@@ -113,14 +114,14 @@ def _commit(entry: dict[str, Any]) -> Commit:
                   str(entry.get("operation", "")), dict(entry.get("operationMetrics") or {}))
 
 
-def _two_levels(root: Path) -> list[tuple[str, str, Path]]:
-    """(schema, table, path) of Delta tables at `<root>/<schema>/<table>`; `_` folders skipped."""
-    if not root.is_dir():
-        return []
-    return [(schema.name, table.name, table) for schema in root.iterdir()
-            if schema.is_dir() and not schema.name.startswith(("_", "."))
-            for table in schema.iterdir() if _is_delta(table)]
+def _two_levels(warehouse: Warehouse, root: Path) -> list[tuple[str, str]]:
+    """(schema, table) of Delta tables at `<root>/<schema>/<table>`; `_` folders skipped."""
+    storage = warehouse.storage
+    return [(schema, table) for schema in storage.folders(warehouse.key(root))
+            if not schema.startswith(("_", "."))
+            for table in storage.folders(warehouse.key(root / schema))
+            if _is_delta(warehouse, root / schema / table)]
 
 
-def _is_delta(path: Path) -> bool:
-    return (path / "_delta_log").is_dir()
+def _is_delta(warehouse: Warehouse, path: Path) -> bool:
+    return warehouse.storage.is_folder(f"{warehouse.key(path)}/_delta_log")

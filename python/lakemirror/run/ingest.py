@@ -98,9 +98,8 @@ def _owned_tables(service: MirrorService, table: LandingTable) -> list[tuple[Pat
 
 def _control_damage(service: MirrorService) -> CorruptTableError | None:
     """A damaged control table stops every table: it holds what each has applied."""
-    for path in sorted(service.layout.control_root.glob("*")):
-        if not path.is_dir():
-            continue
+    layout = service.layout
+    for path in map(layout.control_path, layout.storage.folders(layout.key(layout.control_root))):
         try:
             check_newest_commit(path, table=f"_lakemirror_control.{path.name}",
                                 recovery=f"restore {path}/_delta_log from a backup")

@@ -10,7 +10,6 @@ A dropped table's staging, mirrored and history tables move, with its applied ba
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +47,13 @@ class DroppedCopy:
         return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.dropped_at))
 
 
-def _parts(warehouse: Warehouse, schema: str, table: str, base: Path) -> dict[str, Path]:
-    """Where a table's data lives, live (`base` = the warehouse root) or in a copy."""
+def _parts(warehouse: Warehouse, schema: str, table: str, base: Path) -> dict[str, str]:
+    """The storage keys of a table's data, live (`base` = the warehouse root) or in a copy."""
     if base == warehouse.root:
-        return {"staging": warehouse.staging_path(schema, table),
-                "mirrored": warehouse.mirrored_path(schema, table),
-                "history": warehouse.mirrored_path(schema, table + HISTORY_SUFFIX)}
-    return {name: base / name for name in ("staging", "mirrored", "history")}
+        return {"staging": warehouse.key(warehouse.staging_path(schema, table)),
+                "mirrored": warehouse.key(warehouse.mirrored_path(schema, table)),
+                "history": warehouse.key(warehouse.mirrored_path(schema, table + HISTORY_SUFFIX))}
+    return {name: f"{warehouse.key(base)}/{name}" for name in ("staging", "mirrored", "history")}
 
 
 def keep_dropped(warehouse: Warehouse, schema: str, table: str, incarnation: str | None,
@@ -64,20 +63,21 @@ def keep_dropped(warehouse: Warehouse, schema: str, table: str, incarnation: str
     moving what is left (a copy of the same incarnation is replaced by the newer one)."""
     copy = DroppedCopy(schema, table, incarnation or "unknown", time.time(), reason,
                        warehouse.dropped_root / schema / table / (incarnation or "unknown"))
-    if (copy.path / "staging").exists():  # an earlier drop's, finished: this one is newer
-        shutil.rmtree(copy.path)
-    copy.path.mkdir(parents=True, exist_ok=True)
-    (copy.path / RECORD).write_text(json.dumps({
+    storage, key = warehouse.storage, warehouse.key(copy.path)
+    if storage.exists(f"{key}/staging"):  # an earlier drop's, finished: this one is newer
+        storage.remove(key)
+    storage.write_text(f"{key}/{RECORD}", json.dumps({
         "schema": schema, "table": table, "incarnation": copy.incarnation,
-        "dropped_at": copy.dropped_at, "reason": reason}, indent=2), "utf-8")
+        "dropped_at": copy.dropped_at, "reason": reason}, indent=2))
     live, kept = _parts(warehouse, schema, table, warehouse.root), _parts(
         warehouse, schema, table, copy.path)
-    history_is_mirror = warehouse.staging_path(schema, table + HISTORY_SUFFIX).exists()
-    _move(live["mirrored"], kept["mirrored"])
+    history_is_mirror = storage.exists(
+        warehouse.key(warehouse.staging_path(schema, table + HISTORY_SUFFIX)))
+    storage.move(live["mirrored"], kept["mirrored"])
     if not history_is_mirror:  # a landing table named `<table>__history` is a table itself
-        _move(live["history"], kept["history"])
-    _keep_batches(warehouse, schema, table, copy.path / BATCHES)
-    _move(live["staging"], kept["staging"])
+        storage.move(live["history"], kept["history"])
+    _keep_batches(warehouse, schema, table, f"{key}/{BATCHES}")
+    storage.move(live["staging"], kept["staging"])
     return copy
 
 
@@ -85,12 +85,15 @@ def dropped_copies(warehouse: Warehouse, qualified_name: str | None = None
                    ) -> list[DroppedCopy]:
     """The copies in the dropped area (of one table), oldest first."""
     copies = []
-    for record in warehouse.dropped_root.glob(f"*/*/*/{RECORD}"):
+    for folder in _copy_folders(warehouse):
         try:
-            document = json.loads(record.read_text("utf-8"))
+            text = warehouse.storage.read_text(f"{folder}/{RECORD}")
+            if text is None:
+                continue
+            document = json.loads(text)
             copy = DroppedCopy(str(document["schema"]), str(document["table"]),
                                str(document["incarnation"]), float(document["dropped_at"]),
-                               str(document["reason"]), record.parent)
+                               str(document["reason"]), warehouse.root / folder)
         except (OSError, ValueError, KeyError, TypeError):
             continue  # half written: the drop it belongs to is redone by the next run
         if qualified_name in (None, copy.qualified_name):
@@ -98,24 +101,32 @@ def dropped_copies(warehouse: Warehouse, qualified_name: str | None = None
     return sorted(copies, key=lambda copy: copy.dropped_at)
 
 
+def _copy_folders(warehouse: Warehouse) -> list[str]:
+    """The keys of the folders `<dropped area>/<schema>/<table>/<incarnation>`."""
+    storage, root = warehouse.storage, warehouse.key(warehouse.dropped_root)
+    return [f"{root}/{schema}/{table}/{incarnation}"
+            for schema in storage.folders(root)
+            for table in storage.folders(f"{root}/{schema}")
+            for incarnation in storage.folders(f"{root}/{schema}/{table}")]
+
+
 def restore_copy(warehouse: Warehouse, copy: DroppedCopy) -> None:
     """Move the copy's data back in place (staging first: the table then counts as staged,
     and a crash midway leaves the rest in the copy for `restore` to finish)."""
     live, kept = _parts(warehouse, copy.schema, copy.table, warehouse.root), _parts(
         warehouse, copy.schema, copy.table, copy.path)
+    storage, key = warehouse.storage, warehouse.key(copy.path)
     for part in ("staging", "mirrored", "history"):
-        _move(kept[part], live[part])
-    batches = copy.path / BATCHES
-    if batches.exists():
+        storage.move(kept[part], live[part])
+    if storage.exists(f"{key}/{BATCHES}"):
         path = str(warehouse.control_path("mirror_batches"))
-        rows = pq.read_table(batches)
+        rows = pq.read_table(storage.location(f"{key}/{BATCHES}"))
         if DeltaTable.is_deltatable(path):
             rows = rows.cast(pa.schema(DeltaTable(path).schema().to_arrow()))
         retry_on_conflict(lambda: write_deltalake(path, rows, mode="append"),
                           what=f"restore the batches of {copy.qualified_name}",
                           progress=lambda message: None)
-    shutil.rmtree(copy.path)
-    _remove_empty(copy.path.parent, warehouse.dropped_root)
+    _remove_copy(warehouse, copy)
 
 
 def purge_dropped(warehouse: Warehouse, retention_days: float, *,
@@ -124,12 +135,18 @@ def purge_dropped(warehouse: Warehouse, retention_days: float, *,
     cutoff = (time.time() if now is None else now) - retention_days * 86_400
     expired = [copy for copy in dropped_copies(warehouse) if copy.dropped_at < cutoff]
     for copy in expired:
-        shutil.rmtree(copy.path)
-        _remove_empty(copy.path.parent, warehouse.dropped_root)
+        _remove_copy(warehouse, copy)
     return expired
 
 
-def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: Path) -> None:
+def _remove_copy(warehouse: Warehouse, copy: DroppedCopy) -> None:
+    """Delete the copy, and its table's and schema's folders when they are left empty."""
+    storage, key = warehouse.storage, warehouse.key(copy.path)
+    storage.remove(key)
+    storage.remove_empty(key.rpartition("/")[0], warehouse.key(warehouse.dropped_root))
+
+
+def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: str) -> None:
     """Move the table's (and its history's) rows of mirror_batches into `kept`: a restored
     table goes on from the batches it had applied. The delete is retried when dbt hooks of
     another run append batches meanwhile (a commit conflict)."""
@@ -139,23 +156,8 @@ def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: Path) -> 
     names = f"relation_name in ('{schema}.{table}', '{schema}.{table}{HISTORY_SUFFIX}')"
     rows = query_table(path, f"select * from delta_table where {names}")
     if rows.num_rows:
-        pq.write_table(rows, kept)
+        pq.write_table(rows, warehouse.storage.location(kept))
     retry_on_conflict(lambda: DeltaTable(str(path)).delete(names),
                       what=f"forget the batches of {schema}.{table}",
                       progress=lambda message: None)
 
-
-def _move(source: Path, destination: Path) -> None:
-    if not source.exists():
-        return
-    if destination.exists():
-        shutil.rmtree(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    source.rename(destination)
-
-
-def _remove_empty(folder: Path, root: Path) -> None:
-    """Remove `folder` and its parents up to `root` while they are empty."""
-    while folder != root and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakemirror.landing.discovery import staging_table_name as staging_table_name
+from lakemirror.storage.warehouse import WarehouseStorage, warehouse_storage
 
 STAGING_SCHEMA = "_lakemirror_staging"
 CONTROL_SCHEMA = "_lakemirror_control"
@@ -22,6 +23,16 @@ class Warehouse:
     """The warehouse folder and the paths of the tables in it."""
 
     root: Path
+
+    @property
+    def storage(self) -> WarehouseStorage:
+        """How to touch the warehouse's files (see `storage.warehouse`)."""
+        return warehouse_storage(self.root)
+
+    def key(self, path: Path) -> str:
+        """The storage key of a path of this layout (`""`: the root)."""
+        relative = path.relative_to(self.root).as_posix()
+        return "" if relative == "." else relative
 
     def mirrored_path(self, schema: str, table: str) -> Path:
         return self.root / schema / table

@@ -59,11 +59,9 @@ def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
 
 def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
     """(schema, table) of every staging folder, even a half-dropped one."""
-    root = warehouse.staging_root
-    if not root.is_dir():
-        return []
-    return [(schema.name, table.name) for schema in sorted(root.iterdir()) if schema.is_dir()
-            for table in sorted(schema.iterdir()) if table.is_dir()]
+    storage, root = warehouse.storage, warehouse.key(warehouse.staging_root)
+    return [(schema, table) for schema in storage.folders(root)
+            for table in storage.folders(f"{root}/{schema}")]
 
 
 def drop_table_data(warehouse: Warehouse, retirement: Retirement) -> DroppedCopy:

@@ -1,19 +1,17 @@
-"""Advisory file locks that let lakemirror runs share a warehouse: one lock per mirrored table,
-held by the run that stages, applies or drops it, and a short one for the shared control
-tables. Runs on disjoint tables proceed side by side; a run wanting a busy table waits."""
+"""Locks that let lakemirror runs share a warehouse: one lock per mirrored table, held by the
+run that stages, applies or drops it, and a short one for the shared control tables. Runs on
+disjoint tables proceed side by side; a run wanting a busy table waits. The warehouse's
+storage holds the locks themselves (`WarehouseStorage.try_lock`)."""
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO
 
 from lakemirror.errors import LockTimeoutError
+from lakemirror.storage.warehouse import HeldLock, WarehouseStorage, warehouse_storage
 
 DEFAULT_LOCK_TIMEOUT = 600.0
 CONTROL_LOCK = "_control"  # table names never start with "_"
@@ -43,42 +41,28 @@ def control_lock(warehouse: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
 @contextmanager
 def _lock(warehouse: Path, name: str, deadline: float,
           progress: Callable[[str], None]) -> Iterator[None]:
-    path = warehouse / "_lakemirror" / "locks" / _file_name(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        _acquire(handle, name, deadline, progress)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    held = _acquire(warehouse_storage(warehouse), name, deadline, progress)
+    try:
+        yield
+    finally:
+        held.release()
 
 
-def _acquire(handle: IO[str], name: str, deadline: float,
-             progress: Callable[[str], None]) -> None:
+def _acquire(storage: WarehouseStorage, name: str, deadline: float,
+             progress: Callable[[str], None]) -> HeldLock:
     waiting = False
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(
-                    "another lakemirror run is still working on this table",
-                    table=None if name == CONTROL_LOCK else name,
-                    hint="wait for that run to finish, then run again, or raise "
-                         "--lock-timeout (LAKEMIRROR_LOCK_TIMEOUT)") from None
-            if not waiting:
-                progress(f"waiting for {_label(name)} (another lakemirror run holds it)")
-                waiting = True
-            time.sleep(_POLL_SECONDS)
-
-
-def _file_name(name: str) -> str:
-    """The lock file of a table: its name when short and plain, else a digest of it (a name
-    from the landing zone may be long or hold any character a file name cannot)."""
-    if re.fullmatch(r"[A-Za-z0-9_.]{1,100}", name):
-        return f"{name}.lock"
-    return f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()}.lock"
+    while (held := storage.try_lock(name)) is None:
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(
+                "another lakemirror run is still working on this table",
+                table=None if name == CONTROL_LOCK else name,
+                hint="wait for that run to finish, then run again, or raise "
+                     "--lock-timeout (LAKEMIRROR_LOCK_TIMEOUT)")
+        if not waiting:
+            progress(f"waiting for {_label(name)} (another lakemirror run holds it)")
+            waiting = True
+        time.sleep(_POLL_SECONDS)
+    return held
 
 
 def _label(name: str) -> str:

@@ -5,7 +5,7 @@ lakemirror ingest registers its Delta staging tables."""
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,6 +14,7 @@ from deltalake import DeltaTable, write_deltalake
 from lakemirror.delta.rows import read_control_table
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lock import control_lock
+from lakemirror.storage.warehouse import warehouse_storage
 
 REGISTRY_SCHEMA = pa.schema([
     pa.field("schema_name", pa.string()),
@@ -72,7 +73,7 @@ def _gone(location: str | None, format: str | None) -> bool:
         return False
     if format in (None, "delta"):
         return not DeltaTable.is_deltatable(location)
-    return "://" not in location and not os.path.isdir(location)
+    return "://" not in location and not warehouse_storage(Path(location)).is_folder("")
 
 
 def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:

@@ -1,0 +1,121 @@
+"""One module owns the warehouse's storage: the code that reads, writes, lists, moves or locks
+lakemirror's files in a warehouse asks `lakemirror.storage.warehouse` instead of calling POSIX
+file APIs itself, so a warehouse at a URL needs a second implementation there and nowhere
+else. Every module is checked but those that touch something else (the zone, the project)."""
+
+import ast
+import threading
+from pathlib import Path
+
+import pytest
+
+import lakemirror
+from lakemirror.storage.warehouse import LocalWarehouse
+
+PACKAGE = Path(lakemirror.__file__).parent
+# What may call file APIs itself, as it touches something other than the warehouse; every
+# other module of the package is checked.
+ELSEWHERE = {
+    "storage/": "the storage layer itself",
+    "landing/": "the landing zone, through its own door (landing/zone.py)",
+    "codegen/": "the dbt project's generated models", "project/": "the dbt project",
+    "parsed_projects.py": "the dbt project", "run/build.py": "the dbt project's models",
+    "engine/": "the engine's state (LAKEMIRROR_HOME) and Delta's jars",
+    "bench/": "the benchmark's own folders", "demo/": "the demo's folders",
+    "staging/parts.py": "a staging Delta table's data files, written by hand (Delta writes "
+                        "go by location, not through the storage layer)",
+}
+FUNCTIONS_ELSEWHERE = {
+    "binding.py": {"_refusal"},  # whether the bound landing zone's folder is still there
+    "cli/main.py": {"demo"},  # the example dbt project
+    "service.py": {"__post_init__"},  # the dbt project
+}
+FILE_METHODS = {"exists", "is_dir", "is_file", "mkdir", "rename", "unlink", "rmdir", "iterdir",
+                "glob", "rglob", "open", "read_text", "write_text", "read_bytes", "write_bytes",
+                "touch", "stat", "scandir", "listdir", "makedirs", "rmtree", "flock"}
+FILE_MODULES = {"shutil", "fcntl"}
+OS_ALLOWED = {"environ", "PathLike"}
+
+
+def posix_calls(tree: ast.AST, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The file-system calls in `tree`, outside the functions named in `skip`: Path methods,
+    os/shutil/fcntl functions, open()."""
+    found = []
+    nodes = [tree]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, ast.FunctionDef) and node.name in skip:
+            continue
+        nodes.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Call):
+            function = node.func
+            if isinstance(function, ast.Name) and function.id == "open":
+                found.append(f"open() at line {node.lineno}")
+            if (isinstance(function, ast.Attribute) and function.attr in FILE_METHODS
+                    and not _storage_call(function.value)):
+                found.append(f".{function.attr}() at line {node.lineno}")
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and (node.value.id in FILE_MODULES
+                     or node.value.id == "os" and node.attr not in OS_ALLOWED)):
+            found.append(f"{node.value.id}.{node.attr} at line {node.lineno}")
+    return found
+
+
+def _storage_call(value: ast.expr) -> bool:
+    """Whether a method is called on the warehouse's storage (`storage.…`, `x.storage.…`), or
+    is a module's function (counted as the module's attribute)."""
+    return (isinstance(value, ast.Name) and value.id in {"storage", "os", *FILE_MODULES}
+            or isinstance(value, ast.Attribute) and value.attr == "storage"
+            or isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == "warehouse_storage")
+
+
+CHECKED = sorted(name for name in (path.relative_to(PACKAGE).as_posix()
+                                  for path in PACKAGE.rglob("*.py"))
+                 if not name.startswith(tuple(ELSEWHERE)))
+
+
+@pytest.mark.parametrize("module", CHECKED)
+def test_the_warehouse_is_touched_only_through_its_storage(module):
+    skip = frozenset(FUNCTIONS_ELSEWHERE.get(module, ()))
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    assert skip <= {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert posix_calls(tree, skip) == [], module
+
+
+def test_the_checked_modules_include_the_warehouse_side():
+    assert {"binding.py", "recovery.py", "idle.py", "maintenance.py", "staging/dropped.py",
+            "staging/lock.py", "staging/lifecycle.py", "staging/registry.py", "delta/log.py",
+            "delta/integrity.py", "cli/inspect.py", "run/ingest.py"} <= set(CHECKED)
+
+
+def test_the_checker_sees_the_calls_it_forbids():
+    code = ("import os, shutil\nos.replace(a, b)\nshutil.rmtree(p)\nroot.iterdir()\n"
+            "(root / 'x').exists()\nopen(p)\nos.environ.get('X')\nlayout.storage.exists('k')\n"
+            "warehouse_storage(root).move('a', 'b')\n")
+    assert sorted(call.split(" at")[0] for call in posix_calls(ast.parse(code))) == [
+        ".exists()", ".iterdir()", "open()", "os.replace", "shutil.rmtree"]
+
+
+def test_keys_stay_inside_the_warehouse(tmp_path):
+    storage = LocalWarehouse(tmp_path / "warehouse")
+    storage.write_text("/_lakemirror//state.json", "{}")
+    assert (tmp_path / "warehouse/_lakemirror/state.json").read_text() == "{}"
+    assert storage.location("") == str(tmp_path / "warehouse")
+    assert storage.folders("") == ["_lakemirror"] and storage.files("_lakemirror") == [
+        "state.json"]
+
+
+def test_a_lock_is_held_once_until_released(tmp_path):
+    storage = LocalWarehouse(tmp_path)
+    held = storage.try_lock("dbo.t")
+    assert held is not None
+    other: list[object] = []
+    thread = threading.Thread(target=lambda: other.append(storage.try_lock("dbo.t")))
+    thread.start()
+    thread.join()
+    assert other == [None]
+    held.release()
+    again = storage.try_lock("dbo.t")
+    assert again is not None
+    again.release()
