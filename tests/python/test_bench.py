@@ -75,11 +75,12 @@ def test_freshness_and_memory_for_parquet_and_csv(report):
     assert len(figure(report, "freshness")["seconds"]) == 3
     assert figure(report, "freshness")["changes_per_file"] == 1_000
     assert all(positive(seconds) for seconds in figure(report, "freshness")["seconds"])
-    assert "deletionVectors" not in figure(report, "freshness")["table_features"]
-    with_dvs = figure(report, "freshness_deletion_vectors")
-    assert len(with_dvs["seconds"]) == 3 and all(positive(seconds) for seconds in with_dvs["seconds"])
-    assert with_dvs["delta_features"] == ["deletionVectors"]
-    assert "deletionVectors" in with_dvs["table_features"]
+    assert "deletionVectors" in figure(report, "freshness")["table_features"]  # the default
+    copy_on_write = figure(report, "freshness_copy_on_write")
+    assert len(copy_on_write["seconds"]) == 3
+    assert all(positive(seconds) for seconds in copy_on_write["seconds"])
+    assert copy_on_write["readers"] == ["delta-rs-pyarrow"]
+    assert "deletionVectors" not in copy_on_write["table_features"]
     for name, file_format in (("memory", "parquet"), ("memory_csv", "csv")):
         memory = figure(report, name)
         assert memory["file_format"] == file_format
@@ -103,12 +104,12 @@ def test_wide_tables_are_timed_verified_and_compared(report):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, features", [("storage", []),
-                                            ("storage_deletion_vectors", ["deletionVectors"])])
-def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, name, features):
+@pytest.mark.parametrize("name, readers", [("storage", []),
+                                           ("storage_copy_on_write", ["delta-rs-pyarrow"])])
+def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, name, readers):
     storage = figure(report, name)
-    assert storage["delta_features"] == features
-    assert ("deletionVectors" in storage["table_features"]) == bool(features)
+    assert storage["readers"] == readers
+    assert ("deletionVectors" in storage["table_features"]) == (not readers)
     assert storage["files"] == 3 and storage["live_rows"] > 0 and positive(storage["live_bytes"])
     assert storage["rebuild_verified"] is True, storage["rebuild_message"]
     assert storage["rebuild_message"].startswith(f"{storage['live_rows']} rows match "
@@ -132,8 +133,8 @@ def test_each_figure_can_be_turned_off(tmp_path):
     report = json.loads(result.output)
     assert [contender["name"] for contender in report["contenders"]] == ["floor"]
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
-    assert not {"idle_run", "freshness", "freshness_deletion_vectors", "memory", "memory_csv",
-                "wide_tables", "storage", "storage_deletion_vectors"} & set(report)
+    assert not {"idle_run", "freshness", "freshness_copy_on_write", "memory", "memory_csv",
+                "wide_tables", "storage", "storage_copy_on_write"} & set(report)
 
 
 def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypatch):

@@ -91,6 +91,15 @@ def check(service, files: int) -> None:
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(reference)
 
 
+def deletion_vectors_added(path) -> int:
+    """Deletion vectors the table's commits added (MERGEs that marked rows instead of
+    rewriting files); the table must have the feature, lakemirror's default."""
+    table = DeltaTable(str(path))
+    assert "deletionVectors" in (table.protocol().reader_features or ())
+    return sum(int(commit.get("operationMetrics", {}).get("numTargetDeletionVectorsAdded", 0))
+               for commit in table.history())
+
+
 def forget_history_batches(warehouse) -> None:
     """As if the history model had applied nothing yet (its batches re-run from the start)."""
     DeltaTable(str(warehouse / "_lakemirror/control/mirror_batches")).delete(
@@ -136,6 +145,8 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
     assert {(s.table, s.status) for s in service.run()} == {
         ("log", "dropped"), ("t", "replicating")}
     check(service, 4)
+    for table in ("t", "t__history"):  # exact with deletion vectors in use
+        assert deletion_vectors_added(service.warehouse / "dbo" / table) > 0, table
     assert not (service.warehouse / "dbo" / "log__history").exists()
     assert not list(service.project_dir.glob("models/mirror/dbo/history/dbo__log__history.*"))
     assert "dbo.log__history" not in applied_positions(service.layout)

@@ -47,7 +47,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
                    "project's second run), delta-rs, delta-rs-batched, floor, spark.")
 @click.option("--freshness/--no-freshness", default=True, show_default=True,
               help="Time a 1k-change file from landing to visible, on a warm engine; "
-                   "also with deletion vectors.")
+                   "also copy-on-write (no deletion vectors).")
 @click.option("--idle/--no-idle", default=True, show_default=True,
               help="Time `lakemirror run --json` in a cold process with nothing new.")
 @click.option("--idle-runs", type=click.IntRange(min=1), default=None,
@@ -68,7 +68,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Changes in each wide table's change file [5,000; smoke 100].")
 @click.option("--storage/--no-storage", default=True, show_default=True,
               help="Storage after many change files and `lakemirror maintain`, and a rebuild; "
-                   "also with deletion vectors.")
+                   "also copy-on-write (no deletion vectors).")
 @click.option("--storage-files", type=click.IntRange(min=1), default=None,
               help="Change files, one run each [100; smoke 3].")
 @click.option("--storage-rows", type=click.IntRange(min=1), default=None,

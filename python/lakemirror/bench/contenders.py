@@ -66,10 +66,11 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 
 
 def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
-                    delta_features: tuple[str, ...] = ()) -> Path:
+                    delta_features: tuple[str, ...] = (),
+                    readers: tuple[str, ...] = ()) -> Path:
     """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
-    out of the project itself; its mirror models take `delta_features`
-    (docs/pages/table-settings.md)."""
+    out of the project itself; its mirror models take `delta_features` and the reader set
+    `readers` (docs/pages/table-settings.md)."""
     from lakemirror.service import PROJECT_DIR
 
     project.mkdir(parents=True, exist_ok=True)
@@ -81,6 +82,8 @@ def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
             shutil.copy(source, project / item)
     if delta_features:
         _configure_mirror_models(project, {"+delta_features": list(delta_features)})
+    if readers:
+        _configure_mirror_models(project, {"+lakemirror_readers": list(readers)})
     return project
 
 
