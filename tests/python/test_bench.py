@@ -1,7 +1,7 @@
 """`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
 figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
-freshness and storage also with deletion vectors, the plot) is measured and reported. Times are
-never asserted."""
+freshness and storage also copy-on-write, the plot) is measured and reported, with the phases of
+lakemirror's runs. Times are never asserted."""
 
 import json
 
@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from lakemirror.bench.cli import bench as bench_command
+from lakemirror.bench.phases import PHASES
 from lakemirror.cli.main import cli
 from lakemirror.engine import spark_unavailable
 
@@ -60,6 +61,22 @@ def test_every_contender_is_verified_and_compared_with_the_best_deltars(report):
             contenders[name]["seconds"] / contenders[best]["seconds"])
         assert report["ratios"][f"{name}/floor"] == pytest.approx(
             contenders[name]["seconds"] / contenders["floor"]["seconds"])
+
+
+@pytest.mark.slow
+def test_lakemirrors_runs_say_where_their_time_went(report):
+    contenders = {contender["name"]: contender for contender in report["contenders"]}
+    for name in MEASURED[:2]:
+        phases = contenders[name]["phases"]
+        assert list(phases) == list(PHASES)
+        for phase in ("imports", "staging", "dbt_parse", "engine_session", "merge",
+                      "bookkeeping", "total"):
+            assert positive(phases[phase]), (name, phase)
+        parts = sum(seconds for phase, seconds in phases.items()
+                    if phase not in ("imports", "total"))
+        assert parts == pytest.approx(phases["total"], rel=0.1)  # nothing large unaccounted
+        assert phases["imports"] + phases["total"] <= contenders[name]["seconds"]
+    assert all(contenders[name]["phases"] is None for name in (*DELTARS, "floor"))
 
 
 @pytest.mark.slow

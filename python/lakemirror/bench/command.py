@@ -23,13 +23,14 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
                       tables: int | None, op_mix: str | None, repeat_share: float | None,
                       seed: int | None, smoke: bool, contenders: str, freshness: bool,
                       memory_gb: float | None, plot_file: Path | None, directory: Path,
-                      as_json: bool, progress: Progress, **figures: Any) -> str:
+                      as_json: bool, progress: Progress, scale: int = 1,
+                      **figures: Any) -> str:
     """Run the benchmark the options ask for; returns the report (text or JSON). `figures`
     are Figures fields; those not given (or None) take the full or smoke defaults, but the
     CSV file's size follows `memory_gb` when only that is given."""
     if figures.get("csv_memory_gb") is None:
         figures["csv_memory_gb"] = memory_gb
-    spec = bench_spec(smoke=smoke, seed=seed, table_rows=rows, files=files,
+    spec = bench_spec(smoke=smoke, scale=scale, seed=seed, table_rows=rows, files=files,
                       changes_per_file=changes, tables=tables, repeat_share=repeat_share,
                       op_mix=parse_op_mix(op_mix) if op_mix else None)
     chosen = Figures.chosen(smoke=smoke, freshness=freshness, memory_gb=memory_gb, **figures)
@@ -145,9 +146,12 @@ FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figur
     ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)))
 
 
-def bench_spec(*, smoke: bool, **options: Any) -> BenchSpec:
-    """The default (or smoke) spec with the options given; bad values are a ConfigError."""
+def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:
+    """The default (or smoke) spec, its table's rows and changes per file times `scale`, with
+    the options given; bad values are a ConfigError."""
     base = BenchSpec.smoke() if smoke else BenchSpec()
+    base = dataclasses.replace(base, table_rows=base.table_rows * scale,
+                               changes_per_file=base.changes_per_file * scale)
     chosen = {name: value for name, value in options.items() if value is not None}
     try:
         return dataclasses.replace(base, **chosen)

@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+STARTED = time.perf_counter()  # the contender process's start of work: its imports follow
 
 from lakemirror.bench.deltars_direct import run_deltars, run_deltars_batched
 from lakemirror.bench.floor import run_floor
 
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles")
+PHASES_FILE = "phases.json"  # a lakemirror contender's phases (bench/phases.py), in OUT
 
 
 def table_folders(zone: Path) -> list[Path]:
@@ -53,10 +57,16 @@ def run_lakemirror_warm(zone: Path, out: Path) -> dict[str, str]:
 
 
 def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]:
+    from lakemirror.bench.phases import recorded_phases
     from lakemirror.service import MirrorService
 
     service = MirrorService(zone, out / "warehouse", project, target=target, quiet=True)
-    failed = [status for status in service.run() if status.status != "replicating"]
+    started = time.perf_counter()
+    with recorded_phases() as clock:
+        statuses = service.run()
+    (out / PHASES_FILE).write_text(json.dumps(clock.report(
+        imports=started - STARTED, total=time.perf_counter() - started)))
+    failed = [status for status in statuses if status.status != "replicating"]
     if failed:
         raise RuntimeError(f"lakemirror left {failed[0].schema}.{failed[0].table} "
                            f"{failed[0].status}: {failed[0].error}")
