@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from deltalake import DeltaTable
+
 from lakemirror.bench.contenders import private_project
 from lakemirror.delta.rows import read_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
@@ -130,6 +132,13 @@ def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any
     data = read_table(warehouse / schema / table)
     columns = [name for name in data.column_names if not name.startswith("_lm_")]
     return Counter(tuple(sorted(row.items())) for row in data.select(columns).to_pylist())
+
+
+def deletion_vectors_added(path: Path, commits: int | None = None) -> int:
+    """Deletion vectors the last `commits` (else all) commits of the Delta table at `path`
+    added: MERGEs that marked rows removed instead of rewriting their files."""
+    return sum(int(commit.get("operationMetrics", {}).get("numTargetDeletionVectorsAdded", 0))
+               for commit in DeltaTable(str(path)).history(commits))
 
 
 def as_multiset(rows: Sequence[dict[str, Any]]) -> Counter[tuple[Any, ...]]:

@@ -10,7 +10,7 @@ from deltalake import DeltaTable, TableFeatures, write_deltalake
 
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, mirror_setup
+from conftest import as_multiset, deletion_vectors_added, mirror_setup
 
 pytestmark = pytest.mark.slow
 
@@ -323,13 +323,6 @@ def test_your_own_table_and_incremental_models_take_the_settings(tmp_path):
     assert log("table")["operations"] == ["CREATE TABLE", "WRITE", "WRITE", "SET TBLPROPERTIES"]
 
 
-def deletion_vectors_added(service, table):
-    """How many deletion vectors the table's last commit added (its MERGE marked rows removed
-    instead of rewriting their files)."""
-    [last] = DeltaTable(str(service.warehouse / "dbo" / table)).history(1)
-    return int(last["operationMetrics"].get("numTargetDeletionVectorsAdded", 0))
-
-
 def test_new_mirrored_tables_get_deletion_vectors_unless_a_reader_needs_copy_on_write(
         tmp_path):
     zone, service = mirror_setup(tmp_path)
@@ -352,7 +345,7 @@ def test_new_mirrored_tables_get_deletion_vectors_unless_a_reader_needs_copy_on_
     publish(zone, "T", 3, [4], marker=2)  # a MERGE on the table's one file
     [status] = service.run(["dbo.t"])
     assert status.status == "replicating", status.error
-    assert deletion_vectors_added(service, "t") == 1
+    assert deletion_vectors_added(service.warehouse / "dbo" / "t", commits=1) == 1
     assert status.rows == 3  # counted past the deletion vector
     assert engine_rows(service, "t") == expected - as_multiset([{"id": 4, "v": "v4"}])
 

@@ -20,7 +20,7 @@ from lakemirror.maintenance import maintain_tables
 from lakemirror.monitor import applied_positions
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import as_multiset, deletion_vectors_added, mirror_setup, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -89,15 +89,6 @@ def check(service, files: int) -> None:
     reference = apply_changes(FILES[:files], ["id"], conditional_column="c")
     assert as_multiset(current) == as_multiset(reference)  # the statement above is the reference's
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(reference)
-
-
-def deletion_vectors_added(path) -> int:
-    """Deletion vectors the table's commits added (MERGEs that marked rows instead of
-    rewriting files); the table must have the feature, lakemirror's default."""
-    table = DeltaTable(str(path))
-    assert "deletionVectors" in (table.protocol().reader_features or ())
-    return sum(int(commit.get("operationMetrics", {}).get("numTargetDeletionVectorsAdded", 0))
-               for commit in table.history())
 
 
 def forget_history_batches(warehouse) -> None:
