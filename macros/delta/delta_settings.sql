@@ -1,9 +1,11 @@
 {#-- The Delta settings the running model asks for, validated against the engine before any
-     SQL runs. Reads the model configs isolation_level, tblproperties and delta_features.
+     SQL runs. Reads the model configs isolation_level, tblproperties and delta_features; a
+     mirror model the run creates also gets deletion vectors by default (_default_features).
      Returns {'properties': properties to hold (tblproperties, delta.isolationLevel, the
      properties that turn features on, lakemirror.managedProperties naming the keys lakemirror
      may unset later), 'features': the features asked for, 'protocol': properties that set
-     the lowest protocol supporting them}. --#}
+     the lowest protocol supporting them, 'copy_on_write_because': the readers that keep a new
+     mirrored table without deletion vectors}. --#}
 {% macro delta_settings() %}
     {%- set catalog = lakemirror.delta_feature_catalog() -%}
     {%- set engine = lakemirror.delta_engine_capabilities() -%}
@@ -28,6 +30,8 @@
     {%- set managed = properties.keys() | reject('in', ['lakemirror.managedProperties'])
         | sort | list -%}
     {%- set features = lakemirror._configured_features(where, properties, catalog, engine) -%}
+    {%- set default = lakemirror._default_features(where, properties, features, engine) -%}
+    {%- do features.extend(default.features) -%}
     {%- for feature in features if catalog[feature].property -%}
         {%- do properties.update({catalog[feature].property: catalog[feature].value}) -%}
     {%- endfor -%}
@@ -35,7 +39,55 @@
         {%- do properties.update({'lakemirror.managedProperties': managed | join(',')}) -%}
     {%- endif -%}
     {{ return({'properties': properties, 'features': features,
-               'protocol': lakemirror._protocol_properties(features, catalog, engine)}) }}
+               'protocol': lakemirror._protocol_properties(features, catalog, engine),
+               'copy_on_write_because': default.copy_on_write_because}) }}
+{% endmacro %}
+
+{#-- Deletion vectors for a mirror model's new table (as Databricks does for new tables), when
+     its config says nothing of them, the engine writes them and every reader in the model's
+     reader set reads them; an existing table keeps its protocol. Returns {'features': [] or
+     ['deletionVectors'], 'copy_on_write_because': the readers that cannot read them}. --#}
+{% macro _default_features(where, properties, features, engine) %}
+    {%- set none_added = {'features': [], 'copy_on_write_because': []} -%}
+    {%- if config.get('incremental_strategy') != 'mirror' -%}
+        {{ return(none_added) }}
+    {%- endif -%}
+    {%- set blockers = lakemirror._deletion_vector_blockers(where) -%}
+    {%- if 'deletionVectors' in features and blockers -%}
+        {{ exceptions.raise_compiler_error(where ~ "delta_features turn on deletionVectors, "
+            ~ "which " ~ blockers | join(', ') ~ " in lakemirror_readers cannot read; remove "
+            ~ "one or the other.") }}
+    {%- endif -%}
+    {%- if 'deletionVectors' in features or 'delta.enableDeletionVectors' in properties
+        or 'deletionVectors' not in engine.writable_features
+        or (load_relation(this) is not none and not should_full_refresh()) -%}
+        {{ return(none_added) }}
+    {%- endif -%}
+    {{ return({'features': [] if blockers else ['deletionVectors'],
+               'copy_on_write_because': blockers}) }}
+{% endmacro %}
+
+{#-- The readers of the model's reader set that cannot read deletion vectors. The set is the
+     config lakemirror_readers, else the var of that name, else env LAKEMIRROR_READERS, else
+     the default set: a list or a comma-separated string of doctor's profile names. --#}
+{% macro _deletion_vector_blockers(where) %}
+    {%- set profiles = lakemirror.delta_reader_profiles() -%}
+    {%- set declared = config.get('lakemirror_readers')
+        or var('lakemirror_readers', none) or env_var('LAKEMIRROR_READERS', '') -%}
+    {%- set names = declared.split(',') if declared is string else declared -%}
+    {%- set readers = names | map('string') | map('trim') | reject('equalto', '') | list
+        or profiles.default -%}
+    {%- set blockers = [] -%}
+    {%- for reader in readers -%}
+        {%- if reader not in profiles.reads_deletion_vectors -%}
+            {{ exceptions.raise_compiler_error(where ~ "unknown reader '" ~ reader
+                ~ "' in lakemirror_readers; use names from: "
+                ~ profiles.reads_deletion_vectors.keys() | join(', ') ~ ".") }}
+        {%- endif -%}
+        {%- do blockers.append(reader) if not profiles.reads_deletion_vectors[reader]
+            and reader not in blockers -%}
+    {%- endfor -%}
+    {{ return(blockers) }}
 {% endmacro %}
 
 {#-- The model's tblproperties as strings; protocol versions are refused (delta_features

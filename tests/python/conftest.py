@@ -14,10 +14,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
 from lakemirror.build import _environment
+from lakemirror.delta.rows import read_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
@@ -126,10 +128,18 @@ def spark_session() -> Any:
 
 
 def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:
-    """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items."""
-    data = DeltaTable(str(warehouse / schema / table)).to_pyarrow_table()
+    """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items
+    (read through delta-rs's SQL engine when the table has deletion vectors)."""
+    data = read_table(warehouse / schema / table)
     columns = [name for name in data.column_names if not name.startswith("_lm_")]
     return Counter(tuple(sorted(row.items())) for row in data.select(columns).to_pylist())
+
+
+def deletion_vectors_added(path: Path, commits: int | None = None) -> int:
+    """Deletion vectors the last `commits` (else all) commits of the Delta table at `path`
+    added: MERGEs that marked rows removed instead of rewriting their files."""
+    return sum(int(commit.get("operationMetrics", {}).get("numTargetDeletionVectorsAdded", 0))
+               for commit in DeltaTable(str(path)).history(commits))
 
 
 def as_multiset(rows: Sequence[dict[str, Any]]) -> Counter[tuple[Any, ...]]:

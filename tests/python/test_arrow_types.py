@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 
+from lakemirror.delta.rows import read_table
 from lakemirror.errors import ColumnError
 from lakemirror.landing import discover_tables, read_delimited, sequence_file_name
 from lakemirror.landing.arrow_types import delta_type, staged_field, to_delta
@@ -597,6 +598,7 @@ def test_every_mapped_type_is_mirrored_and_an_unmapped_one_fails_only_its_table(
              for field in pa.schema(mirrored.schema().to_arrow())}
     assert {name: types[name] for name in columns} == {
         name: delta for name, (_, delta, _) in columns.items()}
-    rows = mirrored.to_pyarrow_table().sort_by("id").select(list(columns)).to_pylist()
+    rows = read_table(service.warehouse / "dbo" / "types").sort_by("id").select(
+        list(columns)).to_pylist()
     assert rows == [{name: value for name, (_, _, value) in columns.items()},
                     {name: 2 if name == "id" else None for name in columns}]

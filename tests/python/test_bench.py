@@ -1,7 +1,7 @@
 """`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
 figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
-freshness and storage also with deletion vectors, the plot) is measured and reported. Times are
-never asserted."""
+freshness and storage also copy-on-write, the plot) is measured and reported, with the phases of
+lakemirror's runs. Times are never asserted."""
 
 import json
 
@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from lakemirror.bench.cli import bench as bench_command
+from lakemirror.bench.phases import PHASES
 from lakemirror.cli.main import cli
 from lakemirror.engine import spark_unavailable
 
@@ -63,6 +64,22 @@ def test_every_contender_is_verified_and_compared_with_the_best_deltars(report):
 
 
 @pytest.mark.slow
+def test_lakemirrors_runs_say_where_their_time_went(report):
+    contenders = {contender["name"]: contender for contender in report["contenders"]}
+    for name in MEASURED[:2]:
+        phases = contenders[name]["phases"]
+        assert list(phases) == list(PHASES)
+        for phase in ("imports", "staging", "dbt_parse", "engine_session", "merge",
+                      "bookkeeping", "total"):
+            assert positive(phases[phase]), (name, phase)
+        parts = sum(seconds for phase, seconds in phases.items()
+                    if phase not in ("imports", "total"))
+        assert parts == pytest.approx(phases["total"], rel=0.1)  # nothing large unaccounted
+        assert phases["imports"] + phases["total"] <= contenders[name]["seconds"]
+    assert all(contenders[name]["phases"] is None for name in (*DELTARS, "floor"))
+
+
+@pytest.mark.slow
 def test_idle_run_is_timed_in_a_cold_process_with_a_complete_json(report):
     idle = figure(report, "idle_run")
     assert idle["contender"] == "lakemirror-warm"
@@ -75,11 +92,12 @@ def test_freshness_and_memory_for_parquet_and_csv(report):
     assert len(figure(report, "freshness")["seconds"]) == 3
     assert figure(report, "freshness")["changes_per_file"] == 1_000
     assert all(positive(seconds) for seconds in figure(report, "freshness")["seconds"])
-    assert "deletionVectors" not in figure(report, "freshness")["table_features"]
-    with_dvs = figure(report, "freshness_deletion_vectors")
-    assert len(with_dvs["seconds"]) == 3 and all(positive(seconds) for seconds in with_dvs["seconds"])
-    assert with_dvs["delta_features"] == ["deletionVectors"]
-    assert "deletionVectors" in with_dvs["table_features"]
+    assert "deletionVectors" in figure(report, "freshness")["table_features"]  # the default
+    copy_on_write = figure(report, "freshness_copy_on_write")
+    assert len(copy_on_write["seconds"]) == 3
+    assert all(positive(seconds) for seconds in copy_on_write["seconds"])
+    assert copy_on_write["readers"] == ["delta-rs-pyarrow"]
+    assert "deletionVectors" not in copy_on_write["table_features"]
     for name, file_format in (("memory", "parquet"), ("memory_csv", "csv")):
         memory = figure(report, name)
         assert memory["file_format"] == file_format
@@ -103,12 +121,12 @@ def test_wide_tables_are_timed_verified_and_compared(report):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, features", [("storage", []),
-                                            ("storage_deletion_vectors", ["deletionVectors"])])
-def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, name, features):
+@pytest.mark.parametrize("name, readers", [("storage", []),
+                                           ("storage_copy_on_write", ["delta-rs-pyarrow"])])
+def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, name, readers):
     storage = figure(report, name)
-    assert storage["delta_features"] == features
-    assert ("deletionVectors" in storage["table_features"]) == bool(features)
+    assert storage["readers"] == readers
+    assert ("deletionVectors" in storage["table_features"]) == (not readers)
     assert storage["files"] == 3 and storage["live_rows"] > 0 and positive(storage["live_bytes"])
     assert storage["rebuild_verified"] is True, storage["rebuild_message"]
     assert storage["rebuild_message"].startswith(f"{storage['live_rows']} rows match "
@@ -132,8 +150,8 @@ def test_each_figure_can_be_turned_off(tmp_path):
     report = json.loads(result.output)
     assert [contender["name"] for contender in report["contenders"]] == ["floor"]
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
-    assert not {"idle_run", "freshness", "freshness_deletion_vectors", "memory", "memory_csv",
-                "wide_tables", "storage", "storage_deletion_vectors"} & set(report)
+    assert not {"idle_run", "freshness", "freshness_copy_on_write", "memory", "memory_csv",
+                "wide_tables", "storage", "storage_copy_on_write"} & set(report)
 
 
 def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypatch):

@@ -94,6 +94,17 @@ def test_spec_validation(options: dict[str, Any], message: str) -> None:
         BenchSpec(**options)
 
 
+def test_scale_multiplies_the_table_and_the_changes_and_options_still_win() -> None:
+    from lakemirror.bench.command import bench_spec
+
+    scaled = bench_spec(smoke=False, scale=10)
+    assert (scaled.table_rows, scaled.files, scaled.changes_per_file) == (
+        10_000_000, 10, 1_000_000)
+    assert bench_spec(smoke=True, scale=3, table_rows=7_000).table_rows == 7_000
+    assert bench_spec(smoke=True, scale=3).changes_per_file == 3 * BenchSpec.smoke(
+        ).changes_per_file
+
+
 def test_spec_mix_is_complete_and_read_only() -> None:
     spec = BenchSpec(op_mix={"insert": 0.5, "upsert": 0.5})
     assert dict(spec.op_mix) == {"insert": 0.5, "update": 0.0, "delete": 0.0, "upsert": 0.5}

@@ -305,3 +305,41 @@ def test_status_reads_the_monitor_without_the_run_machinery(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "dbo" in shown.stdout and "replicating" in shown.stdout
     assert shown.stdout.strip().splitlines()[-1] == "[] []"
+
+
+IDLE_RUN_THEN_MODULES = """
+import sys
+from lakemirror.cli.main import cli
+try:
+    cli(["run", "--json"])
+except SystemExit as stopped:
+    assert not stopped.code, stopped.code
+print(sorted({name.split(".")[0] for name in sys.modules} & {"pysail", "pyspark", "dbt", "pandas"}
+             | {name for name in sys.modules if name == "pyarrow.dataset"}))
+"""
+
+
+@pytest.mark.slow
+def test_an_idle_run_over_tables_with_deletion_vectors_loads_no_dbt_engine_or_pandas(
+        zone, tmp_path):
+    """With nothing new, a run counts the rows of tables with deletion vectors (the default)
+    from their Delta log: it needs neither dbt, the engine, pandas nor pyarrow.dataset."""
+    zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": i, "v": "a", M: 0} for i in range(1, 4)], SCHEMA)
+    zone.write("T", 2, [{"id": 2, "v": None, M: 2}], SCHEMA)
+    env = {**os.environ, "LAKEMIRROR_LANDING_ZONE": str(zone.root),
+           "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"),
+           "LAKEMIRROR_PROJECT_DIR": str(copy_project(tmp_path / "project"))}
+    assert run_cli("run", env=env).exit_code == 0
+    zone.write("T", 3, [{"id": 3, "v": None, M: 2}], SCHEMA)  # a MERGE: a deletion vector
+    assert run_cli("run", env=env).exit_code == 0
+    table = DeltaTable(str(tmp_path / "wh/dbo/t"))
+    assert "deletionVectors" in (table.protocol().reader_features or ())
+    assert int(table.history(1)[0]["operationMetrics"]["numTargetDeletionVectorsAdded"]) == 1
+
+    idle = subprocess.run([sys.executable, "-c", IDLE_RUN_THEN_MODULES], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert idle.returncode == 0, idle.stderr
+    [table_status] = json.loads(idle.stdout[:idle.stdout.rindex("}") + 1])["tables"]
+    assert table_status["rows"] == 1  # three inserted, two deleted
+    assert idle.stdout.strip().splitlines()[-1] == "[]"

@@ -6,8 +6,8 @@ import json
 import cramjam
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
+from lakemirror.delta.rows import read_table
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import as_multiset, mirrored_rows
@@ -86,8 +86,7 @@ def test_nested_parquet_types_are_mirrored_natively(zone, service):
     [status] = service.run()
     assert status.status == "replicating", status.error
     stored = {row["id"]: row for row in
-              DeltaTable(str(service.warehouse / "dbo/nested"))
-              .to_pyarrow_table().to_pylist()}
+              read_table(service.warehouse / "dbo/nested").to_pylist()}
     expected = {row["id"]: row for row in apply_changes(files, ["id"])}
     assert stored[1]["address"] == {"city": "Bergen", "zip": "5003"}
     assert stored[1]["tags"] == ["c"] and stored[1]["scores"] == [("y", 2)]

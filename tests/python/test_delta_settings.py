@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 
-from lakemirror.reference import ROW_MARKER
+from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, mirror_setup
+from conftest import as_multiset, deletion_vectors_added, mirror_setup
 
 pytestmark = pytest.mark.slow
 
@@ -321,3 +321,88 @@ def test_your_own_table_and_incremental_models_take_the_settings(tmp_path):
     assert log("incremental")["operations"] == ["CREATE TABLE", "WRITE", "SET TBLPROPERTIES",
                                                 "WRITE"]
     assert log("table")["operations"] == ["CREATE TABLE", "WRITE", "WRITE", "SET TBLPROPERTIES"]
+
+
+def test_new_mirrored_tables_get_deletion_vectors_unless_a_reader_needs_copy_on_write(
+        tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["dbo:", "  dbo__arrow: {+lakemirror_readers: [delta-4.0, "
+                                "delta-rs-pyarrow]}"])
+    files = [[{"id": i, "v": f"v{i}", M: 0} for i in range(1, 6)],
+             [{"id": 2, "v": None, M: 2}, {"id": 3, "v": "w3", M: 1}]]
+    for table in ("T", "Arrow"):
+        zone.table(table, ["id"])
+        for sequence, rows in enumerate(files, 1):
+            zone.write(table, sequence, rows, ROWS)
+    statuses = {status.table: status for status in service.run()}
+    assert {status.status for status in statuses.values()} == {"replicating"}
+    expected = as_multiset([{k: v for k, v in row.items() if k != M}
+                            for row in apply_changes(files, ["id"])])
+
+    log = log_of(service, "t")  # the default reader set reads deletion vectors
+    assert log["protocol"] == (3, 7) and "deletionVectors" in log["features"]
+    assert log["configuration"]["delta.enableDeletionVectors"] == "true"
+    publish(zone, "T", 3, [4], marker=2)  # a MERGE on the table's one file
+    [status] = service.run(["dbo.t"])
+    assert status.status == "replicating", status.error
+    assert deletion_vectors_added(service.warehouse / "dbo" / "t", commits=1) == 1
+    assert status.rows == 3  # counted past the deletion vector
+    assert engine_rows(service, "t") == expected - as_multiset([{"id": 4, "v": "v4"}])
+
+    arrow = log_of(service, "arrow")  # delta-rs-pyarrow cannot: copy-on-write
+    assert arrow["protocol"] == (1, 2) and not arrow["features"]
+    assert "delta.enableDeletionVectors" not in arrow["configuration"]
+    rows = DeltaTable(str(service.warehouse / "dbo" / "arrow")).to_pyarrow_table()
+    assert as_multiset(rows.select(["id", "v"]).to_pylist()) == expected
+
+    # The reader set decides for new tables only: an existing table keeps its protocol.
+    configure(service, [])
+    publish(zone, "Arrow", 3, [6])
+    [status] = service.run(["dbo.arrow"])
+    assert status.status == "replicating", status.error
+    assert log_of(service, "arrow")["protocol"] == (1, 2)
+
+
+def test_reader_set_from_the_var_and_its_mistakes(tmp_path):
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["dbo:",
+                        "  dbo__unknown: {+lakemirror_readers: 'delta-4.0, spark-9'}",
+                        "  dbo__both: {+delta_features: [deletionVectors]}",
+                        "  dbo__opted_out: {+tblproperties: {delta.enableDeletionVectors: false}}"])
+    service.dbt_vars = {"lakemirror_readers": "delta-rs-pyarrow,dbr-14.3"}
+    for table in ("Plain", "Unknown", "Both", "Opted_out"):
+        zone.table(table, ["id"])
+        publish(zone, table, 1, [1])
+    statuses = {status.table: status for status in service.run()}
+    assert statuses["plain"].status == "replicating", statuses["plain"].error
+    assert log_of(service, "plain")["protocol"] == (1, 2)
+    assert statuses["unknown"].status == "failed"
+    assert ("model dbo__unknown: unknown reader 'spark-9' in lakemirror_readers; use names "
+            "from: delta-1.0,") in statuses["unknown"].error
+    assert statuses["both"].status == "failed"
+    assert ("model dbo__both: delta_features turn on deletionVectors, which delta-rs-pyarrow in "
+            "lakemirror_readers cannot read; remove one or the other") in statuses["both"].error
+
+    service.dbt_vars = {}  # the default set: deletion vectors, unless the config says no
+    for table in ("New", "Opted_out"):
+        zone.table(table, ["id"])
+        publish(zone, table, 2 if table == "Opted_out" else 1, [2])
+    statuses = {status.table: status for status in service.run(["dbo.new", "dbo.opted_out"])}
+    assert "deletionVectors" in log_of(service, "new")["features"]
+    assert statuses["opted_out"].status == "replicating", statuses["opted_out"].error
+    opted_out = log_of(service, "opted_out")
+    assert opted_out["protocol"] == (1, 2)
+    assert opted_out["configuration"]["delta.enableDeletionVectors"] == "false"
+
+
+def test_the_macros_and_doctor_share_the_reader_profiles(tmp_path, capsys):
+    from lakemirror.delta import DEFAULT_READERS, PROFILES, deletion_vector_blockers
+
+    _, service = mirror_setup(tmp_path)
+    printed = run_macro(service, capsys,
+                        "{% do print(tojson(lakemirror.delta_reader_profiles())) %}")
+    [line] = re.findall(r"^\{.*\}$", printed, re.MULTILINE)
+    blockers = deletion_vector_blockers(PROFILES.values())
+    assert json.loads(line) == {
+        "default": list(DEFAULT_READERS),
+        "reads_deletion_vectors": {name: name not in blockers for name in PROFILES}}

@@ -20,7 +20,7 @@ from lakemirror.maintenance import maintain_tables
 from lakemirror.monitor import applied_positions
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import as_multiset, deletion_vectors_added, mirror_setup, mirrored_rows
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -136,6 +136,8 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
     assert {(s.table, s.status) for s in service.run()} == {
         ("log", "dropped"), ("t", "replicating")}
     check(service, 4)
+    for table in ("t", "t__history"):  # exact with deletion vectors in use
+        assert deletion_vectors_added(service.warehouse / "dbo" / table) > 0, table
     assert not (service.warehouse / "dbo" / "log__history").exists()
     assert not list(service.project_dir.glob("models/mirror/dbo/history/dbo__log__history.*"))
     assert "dbo.log__history" not in applied_positions(service.layout)

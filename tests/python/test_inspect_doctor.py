@@ -180,6 +180,35 @@ def test_doctor_without_readers_lists_the_profiles():
     assert all(profile["source"] for profile in profiles.values())
 
 
+
+def test_doctor_checks_the_default_reader_set_which_reads_deletion_vectors(warehouse):
+    result = run_cli("doctor", "--warehouse", str(warehouse))
+    assert result.exit_code == 0, result.output
+    assert ("readers: delta-3.0, delta-4.0, dbr-14.3, fabric, duckdb, trino, delta-rs "
+            "(the default set)") in result.output
+    assert "new mirrored tables: deletion vectors (every reader above reads them)" in result.output
+    assert "dbo.dv (model, protocol 3/7, deletion vectors)" in result.output
+    assert "dbo.plain (mirrored, protocol 1/2)\n" in result.output
+    assert "0 of 7 tables unreadable" in result.output
+
+
+def test_a_reader_set_with_delta_rs_pyarrow_keeps_copy_on_write(warehouse, monkeypatch):
+    monkeypatch.setenv("LAKEMIRROR_READERS", "delta-4.0,delta-rs-pyarrow")
+    result = run_cli("doctor", "--warehouse", str(warehouse))
+    assert result.exit_code == 1, result.output
+    assert ("new mirrored tables: copy-on-write, no deletion vectors: delta-rs-pyarrow cannot "
+            "read them") in result.output
+    assert "readers: delta-4.0, delta-rs-pyarrow\n" in result.output
+    tables = {table["table"]: table for table in json.loads(
+        run_cli("doctor", "--warehouse", str(warehouse), "--json").stdout)}
+    assert tables["dbo.dv"]["deletion_vectors"] and not tables["dbo.plain"]["deletion_vectors"]
+    assert tables["dbo.plain"]["copy_on_write_because"] == ["delta-rs-pyarrow"]
+    assert "copy_on_write_because" not in tables["dbo.dv"]  # a model: its own settings
+    [pyarrow] = [reader for reader in tables["dbo.dv"]["readers"]
+                 if reader["profile"] == "delta-rs-pyarrow"]
+    assert pyarrow["cannot_read"] == ["deletionVectors"]
+
+
 @pytest.mark.slow
 def test_inspect_and_doctor_on_a_mirrored_warehouse(tmp_path):
     zone, service = mirror_setup(tmp_path)

@@ -16,14 +16,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakemirror import maintenance
-from lakemirror.delta.rows import read_table, without_views
+from lakemirror.delta.rows import read_table, table_row_count, without_views
 from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.compaction import compact_staging
 
-from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
+from conftest import (
+    Zone,
+    as_multiset,
+    copy_project,
+    deletion_vectors_added,
+    mirror_setup,
+    mirrored_rows,
+)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -130,12 +137,17 @@ def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, mon
     staging = service.layout.staging_path("dbo", "t")
     mirrored = service.layout.mirrored_path("dbo", "t")
     mirrored_files = len(DeltaTable(str(mirrored)).file_uris())
+    assert deletion_vectors_added(mirrored) > 0  # the default: MERGEs marked rows removed
 
     [result] = maintenance.maintain(service.warehouse)
 
     assert result.skipped == () and result.staged_rows_folded == 9
     assert result.snapshot_rows == 5  # 4 current rows + the delete holding id 2's high-water
     assert len(DeltaTable(str(mirrored)).file_uris()) < mirrored_files
+    current = [{k: v for k, v in row.items() if k != M}
+               for row in apply_changes(files, ["id"], conditional_column="c")]
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(current)  # compacted
+    assert table_row_count(mirrored) == len(current)  # as status counts it
     later = [[{"id": 2, "c": 8, "v": "late and old", M: 4},  # below id 2's high-water 9: skipped
               {"id": 4, "c": 7, "v": "e", M: 1}]]
     zone.write("T", 4, later[0], SCHEMA)

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from lakemirror.delta.rows import read_table
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import mirror_setup
@@ -247,7 +248,7 @@ def mirrored(tmp_path_factory):
 
 def rows(service, schema: str, table: str) -> dict:
     """The mirrored table's rows by id, without lakemirror's columns."""
-    stored = DeltaTable(str(service.warehouse / schema / table)).to_pyarrow_table().to_pylist()
+    stored = read_table(service.warehouse / schema / table).to_pylist()
     return {row["id"]: {k: v for k, v in row.items() if not k.startswith("_lm_")}
             for row in stored}
 

@@ -41,24 +41,29 @@ NARROW = pa.schema([("id", pa.int32()), ("v", pa.string()), (M, pa.int32())])
 WIDE = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
 MODERN = ["deletionVectors", "rowTracking", "typeWidening", "v2Checkpoint", "inCommitTimestamp",
           "vacuumProtocolCheck", "timestampNtz", "variantType"]
+# Tables checking a feature set's lowest protocol declare a reader that cannot read deletion
+# vectors, so they stay without the default ones (copy-on-write).
+COPY_ON_WRITE = "+lakemirror_readers: [delta-4.0, delta-rs-pyarrow]"
 FIRST = {
     "settings": "{+isolation_level: Serializable, +delta_features: [deletionVectors], "
                 "+tblproperties: {team.owner: sales, delta.logRetentionDuration: "
                 "interval 60 days}}",
-    "cdf_checks": "{+delta_features: [changeDataFeed, checkConstraints]}",
+    "cdf_checks": "{+delta_features: [changeDataFeed, checkConstraints], " + COPY_ON_WRITE + "}",
     "modern": "{+delta_features: [" + ", ".join(MODERN) + "]}",
-    "legacy": "{+delta_features: [invariants, generatedColumns, identityColumns]}",
-    "cdf_mapping": "{+delta_features: [changeDataFeed, columnMapping]}",
+    "legacy": "{+delta_features: [invariants, generatedColumns, identityColumns], "
+              + COPY_ON_WRITE + "}",
+    "cdf_mapping": "{+delta_features: [changeDataFeed, columnMapping], " + COPY_ON_WRITE + "}",
     "clustering": "{+delta_features: [clustering]}",
     "level": "{+isolation_level: WriteSerializable}",
-    "widening": "{+delta_features: [typeWidening]}",
-    "rewrite": "{}",
+    "widening": "{+delta_features: [typeWidening], " + COPY_ON_WRITE + "}",
+    "rewrite": "{" + COPY_ON_WRITE + "}",
     "dropped": "{+delta_features: [deletionVectors]}",
     "truncated": "{+delta_features: [deletionVectors]}",
+    "defaults": "{}",  # deletion vectors by default
 }
 # The second run, of the tables it changes something in (deletes, widening, settings).
 SECOND_TABLES = ("dbo.settings", "dbo.cdf_mapping", "dbo.widening", "dbo.rewrite",
-                 "dbo.dropped", "dbo.truncated")
+                 "dbo.dropped", "dbo.truncated", "dbo.defaults")
 # The third run, of these tables only: settings changed, dropped features left out.
 THIRD_TABLES = ["dbo.settings", "dbo.dropped", "dbo.truncated"]
 THIRD = {**FIRST, "dropped": "{}", "truncated": "{}",
@@ -205,6 +210,20 @@ def test_each_feature_set_gets_the_lowest_protocol(runs, table, protocol, featur
         assert log["features"] == features
     ids = [1, 3] if f"dbo.{table}" in SECOND_TABLES else [1, 2, 3]  # the second run's delete
     assert spark_rows(runs.service, table) == as_multiset([{"id": i, "v": f"v{i}"} for i in ids])
+
+
+def test_a_new_mirrored_table_gets_deletion_vectors_by_default_and_uses_them(runs):
+    log = runs.log("defaults")
+    assert log["protocol"] == (3, 7)
+    assert {"deletionVectors"} <= log["features"]
+    assert log["configuration"]["delta.enableDeletionVectors"] == "true"
+    [merge] = DeltaTable(str(runs.service.warehouse / "dbo" / "defaults")).history(1)
+    assert merge["operation"] == "MERGE"  # the second run's delete marked its row
+    assert int(merge["operationMetrics"]["numTargetDeletionVectorsAdded"]) == 1
+    assert runs.statuses[1]["defaults"].rows == 2  # counted past the deletion vector
+    assert spark_rows(runs.service, "defaults") == as_multiset(
+        [{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}])
+    assert "deletionVectors" not in runs.log("cdf_checks")["features"]  # copy-on-write
 
 
 def test_clustering_is_refused_clearly_before_any_sql(runs):

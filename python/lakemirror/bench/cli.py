@@ -34,6 +34,9 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--changes", type=click.IntRange(min=1), default=None,
               help="Changes per file [100,000].")
 @click.option("--tables", type=click.IntRange(min=1), default=None, help="Tables [1].")
+@click.option("--scale", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Multiply the table's rows and each file's changes: --scale 10 mirrors "
+                   "10,000,000 rows and 10 files of 1,000,000 changes.")
 @click.option("--op-mix", default=None, metavar="OP=SHARE,...",
               help="Share of update, insert, delete, upsert [update=0.4,insert=0.2,"
                    "delete=0.2,upsert=0.2].")
@@ -47,7 +50,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
                    "project's second run), delta-rs, delta-rs-batched, floor, spark.")
 @click.option("--freshness/--no-freshness", default=True, show_default=True,
               help="Time a 1k-change file from landing to visible, on a warm engine; "
-                   "also with deletion vectors.")
+                   "also copy-on-write (no deletion vectors).")
 @click.option("--idle/--no-idle", default=True, show_default=True,
               help="Time `lakemirror run --json` in a cold process with nothing new.")
 @click.option("--idle-runs", type=click.IntRange(min=1), default=None,
@@ -68,7 +71,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Changes in each wide table's change file [5,000; smoke 100].")
 @click.option("--storage/--no-storage", default=True, show_default=True,
               help="Storage after many change files and `lakemirror maintain`, and a rebuild; "
-                   "also with deletion vectors.")
+                   "also copy-on-write (no deletion vectors).")
 @click.option("--storage-files", type=click.IntRange(min=1), default=None,
               help="Change files, one run each [100; smoke 3].")
 @click.option("--storage-rows", type=click.IntRange(min=1), default=None,
@@ -82,7 +85,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Working folder (recreated); progress goes to its progress.log too.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
-          op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
+          scale: int, op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
           contenders: str, freshness: bool, idle: bool, idle_runs: int | None, memory: bool,
           memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
@@ -108,7 +111,7 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
 
     try:
         report = run_bench_command(
-            rows=rows, files=files, changes=changes, tables=tables, op_mix=op_mix,
+            rows=rows, files=files, changes=changes, tables=tables, scale=scale, op_mix=op_mix,
             repeat_share=repeat_share, seed=seed, smoke=smoke, contenders=contenders,
             freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
             csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,

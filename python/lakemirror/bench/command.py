@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,13 +23,14 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
                       tables: int | None, op_mix: str | None, repeat_share: float | None,
                       seed: int | None, smoke: bool, contenders: str, freshness: bool,
                       memory_gb: float | None, plot_file: Path | None, directory: Path,
-                      as_json: bool, progress: Progress, **figures: Any) -> str:
+                      as_json: bool, progress: Progress, scale: int = 1,
+                      **figures: Any) -> str:
     """Run the benchmark the options ask for; returns the report (text or JSON). `figures`
     are Figures fields; those not given (or None) take the full or smoke defaults, but the
     CSV file's size follows `memory_gb` when only that is given."""
     if figures.get("csv_memory_gb") is None:
         figures["csv_memory_gb"] = memory_gb
-    spec = bench_spec(smoke=smoke, seed=seed, table_rows=rows, files=files,
+    spec = bench_spec(smoke=smoke, scale=scale, seed=seed, table_rows=rows, files=files,
                       changes_per_file=changes, tables=tables, repeat_share=repeat_share,
                       op_mix=parse_op_mix(op_mix) if op_mix else None)
     chosen = Figures.chosen(smoke=smoke, freshness=freshness, memory_gb=memory_gb, **figures)
@@ -73,21 +73,20 @@ def _idle(result: BenchResult, figures: Figures, directory: Path, progress: Prog
 
 
 def _freshness(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
-               delta_features: tuple[str, ...] = ()) -> Figure:
+               readers: tuple[str, ...] = ()) -> Figure:
     from lakemirror.bench.freshness import measure_freshness
 
     if not figures.freshness:
         return None
-    fresh = measure_freshness(directory / _folder("freshness", delta_features), result.spec,
-                              progress, delta_features=delta_features)
+    fresh = measure_freshness(directory / _folder("freshness", readers), result.spec,
+                              progress, readers=readers)
     return dataclasses.asdict(fresh), fresh.text()
 
 
-def _folder(figure: str, delta_features: tuple[str, ...]) -> str:
-    """A figure's work folder: its name, then the mirror models' features in kebab case
-    ("freshness-deletion-vectors")."""
-    kebab = (re.sub("([A-Z])", r"-\1", feature).lower() for feature in delta_features)
-    return "-".join((figure, *kebab))
+def _folder(figure: str, readers: tuple[str, ...]) -> str:
+    """A figure's work folder: its name, then the mirror models' declared readers
+    ("freshness-delta-rs-pyarrow")."""
+    return "-".join((figure, *readers))
 
 
 def _memory(result: BenchResult, figures: Figures, directory: Path,
@@ -123,7 +122,7 @@ def _wide(result: BenchResult, figures: Figures, directory: Path, progress: Prog
 
 
 def _storage(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
-             delta_features: tuple[str, ...] = ()) -> Figure:
+             readers: tuple[str, ...] = ()) -> Figure:
     from lakemirror.bench.storage import measure_storage
 
     if figures.storage_files <= 0:
@@ -131,25 +130,28 @@ def _storage(result: BenchResult, figures: Figures, directory: Path, progress: P
     spec = dataclasses.replace(result.spec, tables=1, table_rows=figures.storage_rows,
                                files=figures.storage_files,
                                changes_per_file=figures.storage_changes)
-    storage = measure_storage(directory / _folder("storage", delta_features), spec, progress,
-                              delta_features=delta_features)
+    storage = measure_storage(directory / _folder("storage", readers), spec, progress,
+                              readers=readers)
     return {**dataclasses.asdict(storage), "ratios": storage.ratios()}, storage.text()
 
 
-# Deletion vectors are off by default (docs/pages/performance.md); the figures they change most are
-# also measured with them on the mirror models.
-DELETION_VECTORS = ("deletionVectors",)
+# New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
+# they change most are also measured copy-on-write, for a reader set that cannot read them.
+COPY_ON_WRITE = ("delta-rs-pyarrow",)
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
     ("idle_run", _idle), ("freshness", _freshness),
-    ("freshness_deletion_vectors", partial(_freshness, delta_features=DELETION_VECTORS)),
+    ("freshness_copy_on_write", partial(_freshness, readers=COPY_ON_WRITE)),
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),
-    ("storage_deletion_vectors", partial(_storage, delta_features=DELETION_VECTORS)))
+    ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)))
 
 
-def bench_spec(*, smoke: bool, **options: Any) -> BenchSpec:
-    """The default (or smoke) spec with the options given; bad values are a ConfigError."""
+def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:
+    """The default (or smoke) spec, its table's rows and changes per file times `scale`, with
+    the options given; bad values are a ConfigError."""
     base = BenchSpec.smoke() if smoke else BenchSpec()
+    base = dataclasses.replace(base, table_rows=base.table_rows * scale,
+                               changes_per_file=base.changes_per_file * scale)
     chosen = {name: value for name, value in options.items() if value is not None}
     try:
         return dataclasses.replace(base, **chosen)

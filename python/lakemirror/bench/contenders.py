@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+STARTED = time.perf_counter()  # the contender process's start of work: its imports follow
 
 from lakemirror.bench.deltars_direct import run_deltars, run_deltars_batched
 from lakemirror.bench.floor import run_floor
 
 PROJECT_ITEMS = ("dbt_project.yml", "macros", "profiles")
+PHASES_FILE = "phases.json"  # a lakemirror contender's phases (bench/phases.py), in OUT
 
 
 def table_folders(zone: Path) -> list[Path]:
@@ -53,10 +57,16 @@ def run_lakemirror_warm(zone: Path, out: Path) -> dict[str, str]:
 
 
 def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]:
+    from lakemirror.bench.phases import recorded_phases
     from lakemirror.service import MirrorService
 
     service = MirrorService(zone, out / "warehouse", project, target=target, quiet=True)
-    failed = [status for status in service.run() if status.status != "replicating"]
+    started = time.perf_counter()
+    with recorded_phases() as clock:
+        statuses = service.run()
+    (out / PHASES_FILE).write_text(json.dumps(clock.report(
+        imports=started - STARTED, total=time.perf_counter() - started)))
+    failed = [status for status in statuses if status.status != "replicating"]
     if failed:
         raise RuntimeError(f"lakemirror left {failed[0].schema}.{failed[0].table} "
                            f"{failed[0].status}: {failed[0].error}")
@@ -66,10 +76,11 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 
 
 def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
-                    delta_features: tuple[str, ...] = ()) -> Path:
+                    delta_features: tuple[str, ...] = (),
+                    readers: tuple[str, ...] = ()) -> Path:
     """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
-    out of the project itself; its mirror models take `delta_features`
-    (docs/pages/table-settings.md)."""
+    out of the project itself; its mirror models take `delta_features` and the reader set
+    `readers` (docs/pages/table-settings.md)."""
     from lakemirror.service import PROJECT_DIR
 
     project.mkdir(parents=True, exist_ok=True)
@@ -81,6 +92,8 @@ def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
             shutil.copy(source, project / item)
     if delta_features:
         _configure_mirror_models(project, {"+delta_features": list(delta_features)})
+    if readers:
+        _configure_mirror_models(project, {"+lakemirror_readers": list(readers)})
     return project
 
 

@@ -29,7 +29,7 @@ class Freshness:
     table_rows: int
     changes_per_file: int
     seconds: tuple[float, ...]
-    delta_features: tuple[str, ...] = ()  # of the mirror models
+    readers: tuple[str, ...] = ()  # the mirror models' reader set (default: lakemirror's)
     table_features: tuple[str, ...] = ()  # the mirrored table's protocol lists at the end
 
     @property
@@ -38,18 +38,18 @@ class Freshness:
 
     def text(self) -> str:
         runs = ", ".join(f"{seconds:.2f}" for seconds in self.seconds)
-        features = f" with {', '.join(self.delta_features)}" if self.delta_features else ""
+        features = f" for {', '.join(self.readers)}" if self.readers else ""
         return (f"freshness{features}: {self.changes_per_file:,}-change file into a "
                 f"{self.table_rows:,}-row table, landing to visible, warm: median "
                 f"{self.median:.2f} s ({runs})")
 
 
 def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str], None],
-                      delta_features: tuple[str, ...] = ()) -> Freshness:
+                      readers: tuple[str, ...] = ()) -> Freshness:
     """With `lakemirror run --watch`'s loop running, land SAMPLES files of CHANGES_PER_FILE
     changes one at a time into a table of `spec.table_rows` rows and time each from landing to
-    the commit that makes it visible in the mirrored table; the mirror models take
-    `delta_features` (docs/pages/table-settings.md)."""
+    the commit that makes it visible in the mirrored table; the mirror models
+    declare `readers` (docs/pages/table-settings.md), which may keep them copy-on-write."""
     from deltalake import DeltaTable
 
     from lakemirror.delta.listed_features import listed_features
@@ -65,7 +65,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     for path in changes:
         path.rename(pending / path.name)
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project", delta_features=delta_features),
+                            private_project(directory / "project", readers=readers),
                             quiet=True)
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
     mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
@@ -106,7 +106,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
         stop.set()
         watcher.join()
     return Freshness(fresh_spec.table_rows, fresh_spec.changes_per_file, tuple(seconds),
-                     delta_features, listed_features(DeltaTable(mirrored)))
+                     readers, listed_features(DeltaTable(mirrored)))
 
 
 def _wait(condition: Callable[[], bool], what: str, failures: list[Exception]) -> None:

@@ -38,6 +38,10 @@ def bench_text(result: BenchResult) -> str:
                 if contender.rows_per_second is not None else "-")
         rss = f"{contender.peak_rss_mb:,.0f}" if contender.peak_rss_mb is not None else "-"
         lines.append(f"{contender.name:<17}{seconds:>9}{rate:>12}{rss:>13}  {contender.message}")
+    for contender in result.contenders:
+        if contender.phases:
+            lines.append(f"{contender.name} phases (s): " + ", ".join(
+                f"{phase} {seconds:.2f}" for phase, seconds in contender.phases.items()))
     lines.append("")
     lines.append(f"{BEST_DELTARS}: {result.best_deltars() or '-'}")
     for name, other in RATIOS:

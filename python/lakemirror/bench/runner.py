@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakemirror.bench.contenders import DELTARS, PREPARATIONS, skip_reason
+from lakemirror.bench.contenders import DELTARS, PHASES_FILE, PREPARATIONS, skip_reason
 from lakemirror.bench.generator import GeneratedTable, generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
 from lakemirror.bench.rusage import measure
@@ -26,7 +26,8 @@ VERIFY_SAMPLE = 1_000
 
 @dataclass(frozen=True)
 class ContenderResult:
-    """One contender's run: wall time, change rows applied per second, peak RSS, verdict."""
+    """One contender's run: wall time, change rows applied per second, peak RSS, verdict, and
+    for lakemirror's, where the time went (bench/phases.py)."""
 
     name: str
     seconds: float | None = None
@@ -34,6 +35,7 @@ class ContenderResult:
     peak_rss_mb: float | None = None
     verified: bool | None = None
     message: str = ""
+    phases: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,10 @@ def _run_contender(name: str, zone: Path, workdir: Path, expected: dict[str, pa.
         verification = verify(expected[table], read_final_table(Path(path)), VERIFY_SAMPLE)
         if not verification.ok:
             problems.append(f"{table}: {verification.message}")
+    phases = workdir / "out" / PHASES_FILE
     return ContenderResult(name, seconds, change_rows / seconds, peak_rss_mb, not problems,
-                           "; ".join(problems) or "verified")
+                           "; ".join(problems) or "verified",
+                           json.loads(phases.read_text()) if phases.is_file() else None)
 
 
 def _measure(command: list[str], workdir: Path) -> tuple[float, float, str | None]:

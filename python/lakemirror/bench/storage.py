@@ -1,8 +1,8 @@
 """Storage after many files: one warm `lakemirror run` per landed change file (as `run --watch`
 or a frequent schedule does), then `lakemirror maintain`; staging and mirrored bytes against the
 live data, and a rebuild from the maintained staging checked against the reference. Measured
-as lakemirror mirrors by default, and with deletion vectors on the mirror models (a MERGE then
-writes the changed rows, not the whole table)."""
+as lakemirror mirrors by default (deletion vectors: a MERGE writes the changed rows, not the
+whole table), and copy-on-write, for a reader set that cannot read deletion vectors."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class Storage:
     maintenance: dict[str, object]
     rebuild_verified: bool
     rebuild_message: str
-    delta_features: tuple[str, ...] = ()  # of the mirror models
+    readers: tuple[str, ...] = ()  # the mirror models' reader set (default: lakemirror's)
     table_features: tuple[str, ...] = ()  # the mirrored table's protocol lists after the runs
 
     def ratios(self) -> dict[str, float]:
@@ -66,7 +66,7 @@ class Storage:
 
     def text(self) -> str:
         ratios = ", ".join(f"{name} {ratio:.2f}" for name, ratio in self.ratios().items())
-        features = f" with {', '.join(self.delta_features)}" if self.delta_features else ""
+        features = f" for {', '.join(self.readers)}" if self.readers else ""
         return (f"storage{features} after {self.files} change files and `lakemirror maintain`: "
                 f"live data {self.live_bytes / 1e6:,.1f} MB; staging "
                 f"{self.staging.on_disk / 1e6:,.1f} MB "
@@ -77,10 +77,10 @@ class Storage:
 
 
 def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], None],
-                    delta_features: tuple[str, ...] = ()) -> Storage:
+                    readers: tuple[str, ...] = ()) -> Storage:
     """Mirror `spec`'s table file by file with a warm service, run `maintain`, measure, then
-    delete the mirrored table and rebuild it from staging; the mirror models take
-    `delta_features` (docs/pages/table-settings.md)."""
+    delete the mirrored table and rebuild it from staging; the mirror models
+    declare `readers` (docs/pages/table-settings.md), which may keep them copy-on-write."""
     from deltalake import DeltaTable
 
     from lakemirror.maintenance import maintain
@@ -95,7 +95,7 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     for path in table.files[1:]:
         path.rename(pending / path.name)
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project", delta_features=delta_features),
+                            private_project(directory / "project", readers=readers),
                             quiet=True, warm=True)
     staging = service.layout.staging_path("dbo", table.name.lower())
     mirrored = service.layout.mirrored_path("dbo", table.name.lower())
@@ -119,7 +119,7 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     return Storage(spec.files, spec.table_rows, spec.changes_per_file, live.stat().st_size,
                    expected.num_rows, staging_before, staging_after, mirrored_before,
                    mirrored_after, dataclasses.asdict(maintained), check.ok, check.message,
-                   delta_features, features)
+                   readers, features)
 
 
 def _run(service: MirrorService, what: str) -> None:

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from lakemirror.delta import (
+    DEFAULT_READERS,
     Commit,
     ReaderProfile,
     TableLog,
     Verdict,
+    deletion_vector_blockers,
     find_tables,
     judge,
     read_log,
@@ -27,14 +29,20 @@ from lakemirror.staging import Warehouse
 
 @dataclass(frozen=True)
 class TableReaders:
-    """One table and the verdict of every profile asked about."""
+    """One table, the verdict of every profile asked about, and (for a mirrored table) the
+    profiles that keep a new mirrored table copy-on-write, without deletion vectors."""
 
     log: TableLog
     verdicts: tuple[Verdict, ...]
+    copy_on_write_because: tuple[str, ...] = ()
 
     @property
     def unreadable(self) -> bool:
         return any(verdict.cannot_read for verdict in self.verdicts)
+
+    @property
+    def deletion_vectors(self) -> bool:
+        return "deletionVectors" in self.log.protocol.features_to_read()
 
 
 def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -> list[TableLog]:
@@ -49,7 +57,9 @@ def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -
 
 
 def doctor(warehouse: Path, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
-    return [TableReaders(log, tuple(judge(profile, log.protocol) for profile in profiles))
+    blockers = deletion_vector_blockers(profiles)
+    return [TableReaders(log, tuple(judge(profile, log.protocol) for profile in profiles),
+                         blockers if log.table.kind == "mirrored" else ())
             for log in table_logs(warehouse)]
 
 
@@ -72,6 +82,9 @@ def doctor_json(results: Sequence[TableReaders]) -> str:
         "table": result.log.table.name, "kind": result.log.table.kind,
         "min_reader_version": result.log.protocol.min_reader_version,
         "min_writer_version": result.log.protocol.min_writer_version,
+        "deletion_vectors": result.deletion_vectors,
+        **({"copy_on_write_because": list(result.copy_on_write_because)}
+           if result.log.table.kind == "mirrored" else {}),
         "readers": [{"profile": verdict.profile, "can_read": not verdict.cannot_read,
                      "can_write": not verdict.cannot_write,
                      "cannot_read": list(verdict.cannot_read),
@@ -84,16 +97,30 @@ def doctor_text(results: Sequence[TableReaders]) -> str:
     if not results:
         return "no Delta tables in the warehouse yet"
     width = max(len(verdict.profile) for verdict in results[0].verdicts)
-    lines = []
+    profiles = [verdict.profile for verdict in results[0].verdicts]
+    default = " (the default set)" if tuple(profiles) == DEFAULT_READERS else ""
+    lines = [f"readers: {', '.join(profiles)}{default}"]
+    blockers = next((result.copy_on_write_because for result in results
+                     if result.log.table.kind == "mirrored"), None)
+    if blockers is not None:
+        lines.append(_new_mirrored_tables_text(blockers))
     for result in results:
         protocol = result.log.protocol
+        vectors = ", deletion vectors" if result.deletion_vectors else ""
         lines.append(f"{result.log.table.name} ({result.log.table.kind}, protocol "
-                     f"{protocol.min_reader_version}/{protocol.min_writer_version})")
+                     f"{protocol.min_reader_version}/{protocol.min_writer_version}{vectors})")
         for verdict in result.verdicts:
             lines.append(f"  {verdict.profile:<{width}}  {_verdict_text(verdict)}")
     unreadable = sum(result.unreadable for result in results)
     lines.append(f"{unreadable} of {len(results)} tables unreadable for a named reader")
     return "\n".join(lines)
+
+
+def _new_mirrored_tables_text(blockers: Sequence[str]) -> str:
+    if not blockers:
+        return "new mirrored tables: deletion vectors (every reader above reads them)"
+    return (f"new mirrored tables: copy-on-write, no deletion vectors: {', '.join(blockers)} "
+            f"cannot read them")
 
 
 def profiles_json(profiles: Sequence[ReaderProfile]) -> str:
@@ -111,7 +138,8 @@ def profiles_text(profiles: Sequence[ReaderProfile]) -> str:
     lines = [f"{'profile':<{width}}  max  description"]
     lines += [f"{profile.name:<{width}}  {profile.max_reader_version}/"
               f"{profile.max_writer_version}  {profile.description}" for profile in profiles]
-    lines.append("use: lakemirror doctor --readers delta-2.2,dbr-12.2,delta-rs")
+    lines.append(f"default set: {','.join(DEFAULT_READERS)}")
+    lines.append("use: lakemirror doctor --warehouse DIR [--readers delta-2.2,dbr-12.2,delta-rs]")
     return "\n".join(lines)
 
 

@@ -311,28 +311,30 @@ def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bo
 
 
 @cli.command()
-@click.option("--readers", default=None,
-              help="Comma-separated reader profiles, e.g. delta-2.2,dbr-12.2,delta-rs; "
-                   "without it, list the known profiles.")
+@click.option("--readers", default=None, envvar="LAKEMIRROR_READERS",
+              help="Comma-separated reader profiles, e.g. delta-2.2,dbr-12.2,delta-rs "
+                   "[env LAKEMIRROR_READERS; default: the default reader set].")
 @click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
-              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
+              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE]; without it, list the "
+                   "profiles.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:
-    """Which named readers can no longer read or write each table, and which feature is why.
+    """Which readers can no longer read or write each table, and which feature is why; and
+    whether new mirrored tables get deletion vectors or stay copy-on-write for them.
 
     Exit code 1 when a table is unreadable for a named reader (unwritable alone: 0).
     """
     from lakemirror.cli import inspect as report
-    from lakemirror.delta import PROFILES, profiles_named
+    from lakemirror.delta import DEFAULT_READERS, PROFILES, profiles_named
 
-    if readers is None:
+    if warehouse is None and readers is None:
         profiles = list(PROFILES.values())
         click.echo(report.profiles_json(profiles) if as_json else report.profiles_text(profiles))
         return
     if warehouse is None:
         raise ConfigError("doctor --readers needs the warehouse",
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
-    results = report.doctor(warehouse, profiles_named(readers))
+    results = report.doctor(warehouse, profiles_named(readers or ",".join(DEFAULT_READERS)))
     click.echo(report.doctor_json(results) if as_json else report.doctor_text(results))
     sys.exit(1 if any(result.unreadable for result in results) else 0)
 

@@ -10,16 +10,20 @@ if TYPE_CHECKING:
     from lakemirror.delta.log import (
         Commit, TableLog, WarehouseTable, find_tables, read_log, select_table,
     )
-    from lakemirror.delta.readers import PROFILES, ReaderProfile, Verdict, judge, profiles_named
+    from lakemirror.delta.readers import (
+        DEFAULT_READERS, PROFILES, ReaderProfile, Verdict, deletion_vector_blockers, judge,
+        profiles_named,
+    )
 
 __getattr__ = lazy_exports(__name__, {
     "features": ("FEATURES", "FEATURES_BY_NAME", "Protocol", "TableFeature"),
     "log": ("Commit", "TableLog", "WarehouseTable", "find_tables", "read_log", "select_table"),
-    "readers": ("PROFILES", "ReaderProfile", "Verdict", "judge", "profiles_named"),
+    "readers": ("DEFAULT_READERS", "PROFILES", "ReaderProfile", "Verdict",
+                "deletion_vector_blockers", "judge", "profiles_named"),
 })
 
 __all__ = [
-    "FEATURES", "FEATURES_BY_NAME", "PROFILES", "Commit", "Protocol", "ReaderProfile",
-    "TableFeature", "TableLog", "Verdict", "WarehouseTable", "find_tables", "judge",
+    "DEFAULT_READERS", "FEATURES", "FEATURES_BY_NAME", "PROFILES", "Commit", "Protocol", "ReaderProfile",
+    "TableFeature", "TableLog", "Verdict", "WarehouseTable", "deletion_vector_blockers", "find_tables", "judge",
     "profiles_named", "read_log", "select_table",
 ]

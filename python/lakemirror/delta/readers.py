@@ -1,8 +1,9 @@
-"""Reader profiles (Delta clients and versions) and whether each can still read or write a table.
+"""Reader profiles (Delta clients and versions) and whether each can still read or write a table,
+and the default reader set that decides whether new mirrored tables get deletion vectors.
 
-OSS Delta and Databricks profiles follow the vendors' feature-compatibility tables (each profile
-cites its page); delta-rs and Sail were measured: a table whose log lists one feature, then a
-read and an append with the installed deltalake 1.6.6 and pysail 0.7.2.
+OSS Delta, Databricks, Fabric, DuckDB and Trino profiles follow the vendors' feature tables
+(each profile cites its page); delta-rs and Sail were measured: a table whose log lists one
+feature, then a read and an append with the installed deltalake 1.6.6 and pysail 0.7.2.
 """
 
 from __future__ import annotations
@@ -120,15 +121,38 @@ DBR_15_4 = _adds(DBR_14_3, "dbr-15.4", "Databricks Runtime 15.4 LTS", DATABRICKS
                  read={"variantType"}, write={"variantType", "inCommitTimestamp"})
 
 # Measured (see the module docstring). delta-rs reads through DataFusion (QueryBuilder);
-# `to_pyarrow_table` is stricter: no columnMapping, deletionVectors or v2Checkpoint.
+# its pyarrow readers (`to_pyarrow_table`, `to_pyarrow_dataset`, and tools built on them) are
+# stricter: no columnMapping, deletionVectors or v2Checkpoint (DeltaProtocolError).
 DELTA_RS = ReaderProfile(
-    "delta-rs", "deltalake (delta-rs) Python 1.x", 3, 7,
+    "delta-rs", "deltalake (delta-rs) Python 1.x through its SQL engine (QueryBuilder)", 3, 7,
     frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
                "variantType"}),
     frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
                "generatedColumns", "columnMapping", "deletionVectors", "timestampNtz",
                "v2Checkpoint", "variantType"}),
     "measured with deltalake 1.6.6; https://delta-io.github.io/delta-rs/")
+DELTA_RS_PYARROW = replace(
+    DELTA_RS, name="delta-rs-pyarrow",
+    description="deltalake (delta-rs) Python 1.x: to_pyarrow_table / to_pyarrow_dataset",
+    readable=DELTA_RS.readable - {"columnMapping", "deletionVectors", "v2Checkpoint"})
+
+# Other readers, from their vendors' feature tables; only what they document reading counts.
+FABRIC = replace(
+    DELTA_3_2, name="fabric",
+    description="Microsoft Fabric (Spark runtime 1.3, SQL analytics endpoint, Direct Lake)",
+    readable=frozenset({"columnMapping", "deletionVectors"}),
+    source="https://learn.microsoft.com/fabric/fundamentals/delta-lake-interoperability")
+DUCKDB = ReaderProfile(
+    "duckdb", "DuckDB's delta extension (Delta Kernel), reads and blind inserts", 3, 7,
+    frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint"}),
+    frozenset({"appendOnly", "invariants"}),
+    "https://duckdb.org/docs/extensions/delta.html")
+TRINO = ReaderProfile(
+    "trino", "Trino's Delta Lake connector", 3, 7,
+    frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint"}),
+    frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
+               "columnMapping", "timestampNtz"}),
+    "https://trino.io/docs/current/connector/delta-lake.html#delta-lake-table-features")
 # Sail accepted reads of every feature above and refused appends to tables listing
 # changeDataFeed, domainMetadata, rowTracking, clustering, collations-preview,
 # checkpointProtection. An accepted append does not prove it honours a writer feature.
@@ -144,7 +168,23 @@ SAIL_0_7 = ReaderProfile(
 
 PROFILES: dict[str, ReaderProfile] = {profile.name: profile for profile in (
     DELTA_1_0, DELTA_1_2, DELTA_2_0, DELTA_2_2, DELTA_2_3, DELTA_2_4, DELTA_3_0, DELTA_3_2,
-    DELTA_4_0, DBR_10_4, DBR_12_2, DBR_13_3, DBR_14_3, DBR_15_4, DELTA_RS, SAIL_0_7)}
+    DELTA_4_0, DBR_10_4, DBR_12_2, DBR_13_3, DBR_14_3, DBR_15_4, FABRIC, DUCKDB, TRINO, DELTA_RS,
+    DELTA_RS_PYARROW, SAIL_0_7)}
+
+# The readers of today that lakemirror's defaults must keep reading the tables: Delta Lake on
+# Spark 3.x/4.x, Databricks Runtime 14.3 LTS and later, Fabric, DuckDB, Trino, delta-rs 1.x
+# through its SQL engine. The dbt var / model config `lakemirror_readers`, and doctor's
+# --readers (env LAKEMIRROR_READERS), replace it; macros/delta/delta_readers.sql holds the same.
+DEFAULT_READERS = ("delta-3.0", "delta-4.0", "dbr-14.3", "fabric", "duckdb", "trino", "delta-rs")
+
+DELETION_VECTORS = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+
+
+def deletion_vector_blockers(profiles: Iterable[ReaderProfile]) -> tuple[str, ...]:
+    """The profiles that cannot read a table with deletion vectors: while any is in the reader
+    set, new mirrored tables stay copy-on-write."""
+    return tuple(profile.name for profile in profiles
+                 if judge(profile, DELETION_VECTORS).cannot_read)
 
 
 def profiles_named(names: str) -> list[ReaderProfile]:

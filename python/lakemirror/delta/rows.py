@@ -27,18 +27,26 @@ def table_row_count(path: Path) -> int | None:
 
 
 def _count_in_log(table: DeltaTable) -> int | None:
-    """The row count the log's file statistics give, without reading a data file (or
-    pyarrow.dataset, which is slow to import); None when a file has no count or the table
-    has deletion vectors."""
-    if "deletionVectors" in (table.protocol().reader_features or ()):
-        return None  # a file's count may include rows its deletion vector removes
+    """The row count the log's file statistics give, less the rows the files' deletion vectors
+    remove, without reading a data file (or pyarrow.dataset, which is slow to import); None
+    when a file has no count."""
     actions = table.get_add_actions(flatten=True)
     if "num_records" not in list(actions.schema.names):
         return None
     records = pa.chunked_array(actions.column("num_records"))
     if records.null_count:
         return None
-    return int(pc.sum(records).as_py() or 0)
+    return int(pc.sum(records).as_py() or 0) - _deleted_rows(table)
+
+
+def _deleted_rows(table: DeltaTable) -> int:
+    """Rows the table's deletion vectors remove (none without the feature)."""
+    if "deletionVectors" not in (table.protocol().reader_features or ()):
+        return 0
+    vectors = pa.RecordBatchReader.from_stream(table.deletion_vectors()).read_all().column(
+        "selection_vector")
+    kept = pc.sum(pc.list_flatten(vectors)).as_py() or 0
+    return int(pc.sum(pc.list_value_length(vectors)).as_py() or 0) - int(kept)
 
 
 def read_table(path: Path) -> pa.Table:
