@@ -592,7 +592,7 @@ def test_every_mapped_type_is_mirrored_and_an_unmapped_one_fails_only_its_table(
     assert statuses["types"].status == "replicating", statuses["types"].error
     assert (statuses["odd"].status, statuses["odd"].error_class) == ("failed", "user")
     assert "column 't' of type extension<arrow.fixed_shape_tensor" in statuses["odd"].error
-    mirrored = DeltaTable(str(service.warehouse / "dbo" / "types"))
+    mirrored = DeltaTable(str(service.settings.warehouse / "dbo" / "types"))
     types = {field.name: delta_type_name(field.type)
              for field in pa.schema(mirrored.schema().to_arrow())}
     assert {name: types[name] for name in columns} == {

@@ -53,14 +53,15 @@ def run_lakemirror_warm(zone: Path, out: Path) -> dict[str, str]:
 
 
 def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]:
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
 
-    service = MirrorService(zone, out / "warehouse", project, target=target, quiet=True)
-    failed = [status for status in service.run() if status.status != "replicating"]
+    settings = RunSettings.given(zone, out / "warehouse", project, target=target, quiet=True)
+    failed = [status for status in MirrorService(settings).run()
+              if status.status != "replicating"]
     if failed:
         raise RuntimeError(f"lakemirror left {failed[0].schema}.{failed[0].table} "
                            f"{failed[0].status}: {failed[0].error}")
-    return {f"dbo.{folder.name.lower()}": str(service.layout.mirrored_path("dbo",
+    return {f"dbo.{folder.name.lower()}": str(settings.layout.mirrored_path("dbo",
                                                                             folder.name.lower()))
             for folder in table_folders(zone)}
 
