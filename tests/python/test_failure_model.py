@@ -229,7 +229,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
     zone, service = mirror_setup(tmp_path)
-    service.settings.warehouse = small_disk / "warehouse"
+    service.settings = replace(service.settings, warehouse=small_disk / "warehouse")
     zone.table("T", ["id"])
     zone.write("T", 1, FIRST, SCHEMA)
     [status] = service.run()
