@@ -19,22 +19,22 @@ from lakemirror.errors import (
 from lakemirror.reference import apply_changes
 
 if TYPE_CHECKING:
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
     from lakemirror.status import TableStatus
 
 __version__ = "0.1.0"
 __all__ = [
     "ConfigError", "Conflict", "ConflictKind", "EngineError", "LakemirrorError",
-    "LandingZoneError", "LockTimeoutError", "MirrorService", "SchemaChangeError", "TableStatus",
-    "apply_changes", "classify_conflict",
+    "LandingZoneError", "LockTimeoutError", "MirrorService", "RunSettings", "SchemaChangeError",
+    "TableStatus", "apply_changes", "classify_conflict",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "MirrorService":
-        from lakemirror.service import MirrorService
+    if name in ("MirrorService", "RunSettings"):
+        from lakemirror import service
 
-        return MirrorService
+        return getattr(service, name)
     if name == "TableStatus":
         from lakemirror.status import TableStatus
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from lakemirror.errors import LakemirrorError
@@ -49,10 +50,10 @@ def watch(service: MirrorService, interval: float, stop: threading.Event,
           on_run: Callable[[list[TableStatus]], None], tables: Sequence[str] = ()) -> None:
     """Run the service now and then every time the zone changes, checking every `interval`
     seconds, until `stop` is set."""
-    service.warm = True
+    service.settings = replace(service.settings, warm=True)
     seen: Signature | None = None
     while not stop.is_set():
-        signature = zone_signature(service.landing_zone)
+        signature = zone_signature(service.settings.landing_zone)
         if signature != seen:
             seen = signature  # taken before the run: a file landing meanwhile runs it again
             on_run(service.run(tables))

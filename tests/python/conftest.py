@@ -23,7 +23,7 @@ from lakemirror.delta.rows import read_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 
 REPO = Path(__file__).resolve().parents[2]
 # Test files are written just before each run: without a settle window they are staged at
@@ -85,8 +85,9 @@ def mirror_setup(root: Path, target: str = "embedded") -> tuple[Zone, MirrorServ
     """A landing zone and a service mirroring it with a fresh project copy, under `root`."""
     zone = Zone(root / "LandingZone")
     zone.root.mkdir(parents=True, exist_ok=True)
-    return zone, MirrorService(zone.root, root / "warehouse", copy_project(root / "project"),
-                               target=target, quiet=True)
+    return zone, MirrorService(RunSettings.given(
+        zone.root, root / "warehouse", copy_project(root / "project"), target=target,
+        quiet=True))
 
 
 @pytest.fixture
@@ -104,7 +105,8 @@ def target() -> str:
 def service(tmp_path: Path, zone: Zone, target: str) -> MirrorService:
     zone.root.mkdir(parents=True, exist_ok=True)
     project = copy_project(tmp_path / "project")
-    return MirrorService(zone.root, tmp_path / "warehouse", project, target=target, quiet=True)
+    return MirrorService(RunSettings.given(zone.root, tmp_path / "warehouse", project,
+                                           target=target, quiet=True))
 
 
 def spark_session() -> Any:

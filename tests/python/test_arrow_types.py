@@ -593,12 +593,12 @@ def test_every_mapped_type_is_mirrored_and_an_unmapped_one_fails_only_its_table(
     assert statuses["types"].status == "replicating", statuses["types"].error
     assert (statuses["odd"].status, statuses["odd"].error_class) == ("failed", "user")
     assert "column 't' of type extension<arrow.fixed_shape_tensor" in statuses["odd"].error
-    mirrored = DeltaTable(str(service.warehouse / "dbo" / "types"))
+    mirrored = DeltaTable(str(service.settings.warehouse / "dbo" / "types"))
     types = {field.name: delta_type_name(field.type)
              for field in pa.schema(mirrored.schema().to_arrow())}
     assert {name: types[name] for name in columns} == {
         name: delta for name, (_, delta, _) in columns.items()}
-    rows = read_table(service.warehouse / "dbo" / "types").sort_by("id").select(
+    rows = read_table(service.settings.warehouse / "dbo" / "types").sort_by("id").select(
         list(columns)).to_pylist()
     assert rows == [{name: value for name, (_, _, value) in columns.items()},
                     {name: 2 if name == "id" else None for name in columns}]

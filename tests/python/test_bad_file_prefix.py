@@ -54,8 +54,9 @@ BAD: dict[str, tuple[Callable[[Zone, int], None], str]] = {
 def lakemirror(service: MirrorService, command: str, *args: str) -> Result:
     """`lakemirror COMMAND --json` on the service's landing zone, warehouse and project."""
     return CliRunner().invoke(cli, [
-        command, "--json", *args, "--landing-zone", str(service.landing_zone),
-        "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)])
+        command, "--json", *args, "--landing-zone", str(service.settings.landing_zone),
+        "--warehouse", str(service.settings.warehouse),
+        "--project-dir", str(service.settings.project_dir)])
 
 
 def only_table(result: Result) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def only_table(result: Result) -> dict[str, Any]:
 def recorded(service: MirrorService) -> dict[str, Any]:
     """The table's record in `lakemirror status --json`."""
     return only_table(CliRunner().invoke(cli, ["status", "--json",
-                                               "--warehouse", str(service.warehouse)]))
+                                               "--warehouse", str(service.settings.warehouse)]))
 
 
 def expected(files: list[list[dict[str, Any]]]) -> object:
@@ -96,7 +97,7 @@ def test_a_bad_file_stops_its_table_at_that_file_and_it_resumes_once_fixed(
     table = only_table(result)
     assert (table["status"], table["error_class"]) == ("failed", "user")
     assert message in table["error"] and str(bad_path) in table["error"]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FILES[:bad - 1])
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FILES[:bad - 1])
     assert (table["last_sequence"], table["rows"]) == (bad - 1, len(apply_changes(
         FILES[:bad - 1], ["id"])))
     monitor = recorded(service)
@@ -110,7 +111,7 @@ def test_a_bad_file_stops_its_table_at_that_file_and_it_resumes_once_fixed(
     assert result.exit_code == 0, result.output
     assert (only_table(result)["status"], only_table(result)["last_sequence"]) == (
         "replicating", bad + 1)
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FILES[:bad + 1])
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FILES[:bad + 1])
     assert recorded(service)["last_sequence_applied"] == bad + 1
 
 
@@ -122,7 +123,7 @@ def test_changed_keys_fail_the_table_and_its_staged_files_are_mirrored_with_the_
     zone.write("T", 2, FILES[1], SCHEMA)
     assert lakemirror(service, "ingest").exit_code == 0  # staged, not applied
     # a fresh checkout of the dbt project, whose generated models are not kept in it
-    shutil.rmtree(service.project_dir / MIRROR_FOLDER)
+    shutil.rmtree(service.settings.project_dir / MIRROR_FOLDER)
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["v"]}))
 
     result = lakemirror(service, "run")
@@ -133,7 +134,7 @@ def test_changed_keys_fail_the_table_and_its_staged_files_are_mirrored_with_the_
         "failed", "user", 2)
     assert "keyColumns changed from ['id'] to ['v']" in table["error"]
     assert str(folder / "_metadata.json") in table["error"]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FILES[:2])  # keys: id
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FILES[:2])  # keys: id
     assert (recorded(service)["status"], recorded(service)["last_sequence_applied"]) == (
         "failed", 2)
 
@@ -141,4 +142,4 @@ def test_changed_keys_fail_the_table_and_its_staged_files_are_mirrored_with_the_
     zone.write("T", 3, FILES[2], SCHEMA)
     result = lakemirror(service, "run")
     assert (result.exit_code, only_table(result)["status"]) == (0, "replicating")
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FILES[:3])
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FILES[:3])

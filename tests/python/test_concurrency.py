@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ from lakemirror.node_result import NodeResult
 from lakemirror.conflicts import Backoff, ConflictKind, classify_conflict, retry_on_conflict
 from lakemirror.errors import ConfigError, LockTimeoutError
 from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.run.build import build
+from lakemirror.run.log import RunLog
 from lakemirror.scope import Scope, resolve_scope
 from lakemirror.staging.lock import table_locks
 
@@ -143,10 +146,10 @@ def test_backoff_grows_exponentially_within_its_cap():
 
 
 def _fake_dbt(outcomes):
-    """A stand-in for MirrorService._dbt that returns prepared node results in turn."""
+    """A stand-in for `invoke_dbt` that returns prepared node results in turn."""
     calls = []
 
-    def dbt(command, *args, extra_vars=None):
+    def dbt(settings, command, *args, extra_vars=None):
         calls.append((command, *args))
         return outcomes[len(calls) - 1]
     return dbt, calls
@@ -158,11 +161,9 @@ def _model(status, message=None):
 
 def test_a_model_that_lost_a_commit_is_built_again(service):
     other = NodeResult("model.lakemirror.dbo__u", "success", None)
-    service._dbt, calls = _fake_dbt([[_model("error", SAIL), other], [_model("success")]])
-    service.backoff = NO_WAIT
+    dbt, calls = _fake_dbt([[_model("error", SAIL), other], [_model("success")]])
     lines = []
-    service.progress = lines.append
-    nodes = service.build()
+    nodes = build(replace(service.settings, backoff=NO_WAIT), RunLog(lines.append), dbt)
     assert calls == [("build",), ("build", "--select", "dbo__t")]
     assert {node.unique_id: node.status for node in nodes} == {
         "model.lakemirror.dbo__t": "success", "model.lakemirror.dbo__u": "success"}
@@ -170,20 +171,19 @@ def test_a_model_that_lost_a_commit_is_built_again(service):
 
 
 def test_a_model_still_conflicting_gives_up_after_the_last_attempt(service):
-    service._dbt, calls = _fake_dbt([[_model("error", DELTA_RS_APPEND)]] * 4)
-    service.backoff = NO_WAIT
-    [node] = service.build()
+    dbt, calls = _fake_dbt([[_model("error", DELTA_RS_APPEND)]] * 4)
+    [node] = build(replace(service.settings, backoff=NO_WAIT), RunLog(), dbt)
     assert len(calls) == 4 and node.failed and node.message == DELTA_RS_APPEND
 
 
 def test_selected_tables_build_only_their_models(service):
     for name in ("dbo__t", "dbo__u"):
-        model = service.project_dir / "models" / "mirror" / "dbo" / f"{name}.sql"
+        model = service.settings.project_dir / "models" / "mirror" / "dbo" / f"{name}.sql"
         model.parent.mkdir(parents=True, exist_ok=True)
         model.write_text("select 1")
-    service._dbt, calls = _fake_dbt([[], []])
-    service.build(Scope(frozenset({"dbo.t"}), explicit=True))
-    service.build(Scope(frozenset({"dbo.t"}), explicit=False))
+    dbt, calls = _fake_dbt([[], []])
+    build(service.settings, RunLog(), dbt, Scope(frozenset({"dbo.t"}), explicit=True))
+    build(service.settings, RunLog(), dbt, Scope(frozenset({"dbo.t"}), explicit=False))
     assert calls == [("build", "--select", "dbo__t"), ("build", "--exclude", "dbo__u")]
 
 
@@ -231,11 +231,11 @@ def test_an_unselected_table_is_never_dropped(zone, service):
     shutil.rmtree(folder)
     [status] = service.ingest_only(["dbo.t"])
     assert status.table == "t"
-    assert DeltaTable.is_deltatable(str(service.warehouse / "_lakemirror/staging/dbo/u"))
+    assert DeltaTable.is_deltatable(str(service.settings.warehouse / "_lakemirror/staging/dbo/u"))
     from lakemirror.monitor import read_monitor
     from lakemirror.staging import Warehouse
 
-    assert set(read_monitor(Warehouse(service.warehouse))) == {("dbo", "t"), ("dbo", "u")}
+    assert set(read_monitor(Warehouse(service.settings.warehouse))) == {("dbo", "t"), ("dbo", "u")}
 
 
 @pytest.mark.parametrize("level", ["Serializable", "WriteSerializable"])
@@ -381,26 +381,28 @@ def test_a_stale_batch_applied_after_a_newer_one_brings_no_row_back(zone, servic
     assert service.run()[0].status == "replicating"
     zone.write("T", 2, files[1], schema)
     service.ingest_only()
-    staging = DeltaTable(str(service.warehouse / "_lakemirror" / "staging" / "dbo" / "t"))
+    staging = DeltaTable(str(service.settings.warehouse / "_lakemirror" / "staging" / "dbo" / "t"))
     file_2_end = max(staging.to_pyarrow_table(columns=["_lm_position"]).column(0).to_pylist())
     zone.write("T", 3, files[2], schema)
     service.ingest_only()
 
-    project = service.project_dir / "dbt_project.yml"
+    project = service.settings.project_dir / "dbt_project.yml"
     original = project.read_text()
     record_hook = '      +post-hook: "{{ lakemirror.record_mirror_batch() }}"\n'
     assert record_hook in original
     project.write_text(original.replace(record_hook, ""))
-    assert not [node for node in service._dbt("run") if node.failed]  # job A, unrecorded
+    assert not [node for node in service.dbt(service.settings, "run")
+                if node.failed]  # job A, unrecorded
     project.write_text(original)
-    (service.project_dir / "macros" / "stale_claim.sql").write_text(
+    (service.settings.project_dir / "macros" / "stale_claim.sql").write_text(
         "{% macro spark__claim_mirror_batch() %}"
         "insert into {{ lakemirror._mirror_batches_table() }} select "
         "'{{ this.schema }}.{{ this.identifier }}', '{{ invocation_id }}', 'claimed', "
         f"{file_2_end}, cast(current_timestamp() as string)"
         "{% endmacro %}")
-    assert not [node for node in service._dbt("run") if node.failed]  # job B, file 2 only
+    assert not [node for node in service.dbt(service.settings, "run")
+                if node.failed]  # job B, file 2 only
 
     expected = apply_changes(files, ["id"])
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         [{"id": row["id"], "v": row["v"]} for row in expected])

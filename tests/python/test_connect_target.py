@@ -67,9 +67,9 @@ def mirror_batches(root: Path) -> Path:
         expected = [{k: v for k, v in row.items() if k != M}
                     for row in apply_changes(BATCHES[:number], ["id"])]
         for schema, table in (("dbo", "customers"), ("sales", "orders")):
-            assert mirrored_rows(service.warehouse, schema, table) == as_multiset(expected)
+            assert mirrored_rows(service.settings.warehouse, schema, table) == as_multiset(expected)
     assert not [line for line in conflicts if ConflictKind.CONCURRENT_APPEND.value in line]
-    return service.warehouse
+    return service.settings.warehouse
 
 
 @pytest.mark.spark

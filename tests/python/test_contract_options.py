@@ -17,7 +17,7 @@ from lakemirror.errors import LandingZoneError
 from lakemirror.landing import discover_tables
 from lakemirror.monitor import parse_partner_events
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 from lakemirror.staging import Warehouse, ingest_table
 
 from conftest import Zone, as_multiset, copy_project, mirrored_rows
@@ -46,7 +46,7 @@ def test_upsert_default_row_marker(zone, service):
         zone.write("T", sequence, rows, PLAIN)
     service.run()
     expected = apply_changes(files, ["id"], default_marker=4)
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
 
 
 @pytest.mark.slow
@@ -65,13 +65,14 @@ def test_last_update_time_detection_orders_by_time_then_name_and_never_repeats(z
     publish("alpha.parquet", [{"id": 1, "v": "third", M: 1}], 2_000)  # same time: name first
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 3
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"id": 1, "v": "second"}])
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
+            == as_multiset([{"id": 1, "v": "second"}]))
     assert sorted(p.name for p in folder.glob("*.parquet")) == ["beta.parquet"]
     publish("beta.parquet", [{"id": 1, "v": "rewritten", M: 1}], 3_000)  # rewritten: ignored
     publish("gamma.parquet", [{"id": 2, "v": "new", M: 0}], 4_000)
     [status] = service.run()
     assert status.last_sequence == 4
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         [{"id": 1, "v": "second"}, {"id": 2, "v": "new"}])
 
 
@@ -90,7 +91,7 @@ def test_conditional_update_column_against_stored_rows(zone, service):
         [status] = service.run()
         assert status.status == "replicating", status.error
     expected = apply_changes(files, ["id"], conditional_column="ts")
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
     assert {row["v"] for row in expected} == {"tie wins", "wins"}
 
 
@@ -108,13 +109,13 @@ def test_random_conditional_streams_match_reference(tmp_path_factory, files):
     root = tmp_path_factory.mktemp("conditional")
     zone = Zone(root / "LandingZone")
     write_metadata(zone, "T", {"keyColumns": ["id"], "ConditionalUpdateColumn": "ts"})
-    service = MirrorService(zone.root, root / "warehouse", copy_project(root / "project"),
-                            quiet=True)
+    service = MirrorService(RunSettings.given(zone.root, root / "warehouse",
+                                              copy_project(root / "project"), quiet=True))
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, TIMED)
         service.run()
     expected = apply_changes(files, ["id"], conditional_column="ts")
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
 def test_changed_key_columns_fail_the_table(zone, tmp_path):

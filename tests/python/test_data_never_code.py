@@ -4,6 +4,7 @@ quoted text. Hostile names mirror exactly, next to a healthy table, through dbt 
 engine, compared with the reference model."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -96,21 +97,21 @@ def test_hostile_names_mirror_exactly_next_to_a_healthy_table_and_drop_cleanly(
     assert "lakemirror_not_null_column_dbo__quoted_a_b" in statuses["quoted"].error
 
     for folder, (keys, conditional, _) in TABLES.items():
-        assert mirrored_rows(service.warehouse, "dbo", folder.lower()) == expected_rows(
+        assert mirrored_rows(service.settings.warehouse, "dbo", folder.lower()) == expected_rows(
             keys, conditional, table_files[folder]), folder
-    assert mirrored_rows(service.warehouse, "dbo", "healthy") == expected_rows(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "healthy") == expected_rows(
         ["id"], None, healthy_files)
-    assert files_holding(service.project_dir, SECRET) == []
+    assert files_holding(service.settings.project_dir, SECRET) == []
 
     # Keys reach dbt exactly: the config and the yml columns hold the names, untouched.
-    manifest = json.loads((service.project_dir / "target/manifest.json").read_text())
+    manifest = json.loads((service.settings.project_dir / "target/manifest.json").read_text())
     for folder, (keys, conditional, _) in TABLES.items():
         node = manifest["nodes"][f"model.lakemirror.dbo__{folder.lower()}"]
         assert node["config"]["unique_key"] == keys
         assert node["config"].get("conditional_update_column") == conditional
         assert list(node["columns"]) == [*keys, "_lm_position"]
     # Each key's not_null test ran: passed, or failed on the NULL key (it did not error).
-    results = json.loads((service.project_dir / "target/run_results.json").read_text())
+    results = json.loads((service.settings.project_dir / "target/run_results.json").read_text())
     key_tests = {manifest["nodes"][result["unique_id"]]["column_name"]:
                  (result["status"], result["failures"]) for result in results["results"]
                  if "not_null_column" in result["unique_id"]}
@@ -123,16 +124,18 @@ def test_hostile_names_mirror_exactly_next_to_a_healthy_table_and_drop_cleanly(
             path.unlink()
         (zone.root / folder).rmdir()
     zone.write("Healthy", 3, [{"id": "c", "v": 5, M: 0}], healthy)
-    service.confirm_drops = True  # all tables but one: more than a run drops unconfirmed
+    # all tables but one: more than a run drops unconfirmed
+    service.settings = replace(service.settings, confirm_drops=True)
     statuses = {status.table: status.status for status in service.run()}
     assert statuses == dict.fromkeys(map(str.lower, TABLES), "dropped") | {
         "healthy": "replicating"}
-    assert sorted(path.name for path in (service.warehouse / "dbo").iterdir()) == ["healthy"]
-    models = service.project_dir / "models/mirror/dbo"
+    assert sorted(path.name for path in (service.settings.warehouse / "dbo").iterdir()) == [
+        "healthy"]
+    models = service.settings.project_dir / "models/mirror/dbo"
     assert sorted(str(path.relative_to(models)) for path in models.rglob("*.*")) == [
         "dbo__healthy.sql", "dbo__healthy.yml",
         "history/dbo__healthy__history.sql", "history/dbo__healthy__history.yml"]
-    assert mirrored_rows(service.warehouse, "dbo", "healthy") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "healthy") == as_multiset(
         [{"id": "a", "v": 3}, {"id": "c", "v": 5}])
 
 
@@ -146,9 +149,9 @@ def test_a_thousand_column_table_mirrors_on_the_embedded_engine(zone, service):
     zone.write("Wide", 1, rows, schema)
     [status] = service.run()
     assert status.status == "replicating", status.error
-    assert mirrored_rows(service.warehouse, "dbo", "wide") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "wide") == as_multiset(
         apply_changes([rows], ["c0"]))
-    mirrored = DeltaTable(str(service.warehouse / "dbo" / "wide")).schema().to_arrow()
+    mirrored = DeltaTable(str(service.settings.warehouse / "dbo" / "wide")).schema().to_arrow()
     assert mirrored.names[:1000] == names
 
 

@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 from lakemirror.engine import spark_unavailable
 from lakemirror.landing import discover_tables
 from lakemirror.reference import ROW_MARKER
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.evolution import delta_type_name
 
@@ -126,8 +126,9 @@ ON_SPARK = pytest.param("spark", marks=[
 @pytest.mark.parametrize("target", ["embedded", ON_SPARK])
 def test_decimals_widen_in_the_mirrored_table(zone, tmp_path, target):
     zone.table("T", ["id"])
-    service = MirrorService(zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"),
-                            target=target, quiet=True)
+    service = MirrorService(RunSettings.given(
+        zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"), target=target,
+        quiet=True))
     files = [
         (pa.decimal128(7, 2), [(1, D("12345.67")), (2, D("-0.01")), (5, None)]),
         (pa.decimal128(10, 2), [(3, D("12345678.91")), (1, D("-99999999.99"))]),
@@ -137,10 +138,10 @@ def test_decimals_widen_in_the_mirrored_table(zone, tmp_path, target):
         zone.write("T", sequence, [{"id": i, "v": v, M: 4} for i, v in rows], schema(decimal))
         [status] = service.run()
         assert status.status == "replicating", status.error
-    mirrored = DeltaTable(str(service.warehouse / "dbo" / "t"))
+    mirrored = DeltaTable(str(service.settings.warehouse / "dbo" / "t"))
     assert delta_type_name(pa.schema(mirrored.schema().to_arrow()).field("v").type) == \
         "decimal(12,4)"
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset([
         {"id": 1, "v": D("-99999999.99")}, {"id": 2, "v": D("0.0001")},
         {"id": 3, "v": D("12345678.91")}, {"id": 4, "v": D("-12345.6789")},
         {"id": 5, "v": None}])

@@ -47,7 +47,7 @@ def test_typed_tsv_with_quotes_nulls_and_compression_matches_reference(zone, ser
         "id\tnote\tamount\tpaid\tday\tat\t__rowMarker__\n")  # header only: zero rows
     [status] = service.run()
     assert (status.status, status.last_sequence, status.rows) == ("replicating", 3, 1), status.error
-    [row] = mirrored_rows(service.warehouse, "sales", "orders")
+    [row] = mirrored_rows(service.settings.warehouse, "sales", "orders")
     assert dict(row)["note"] == "updated" and dict(row)["amount"] == 3.25
     assert dict(row)["paid"] is True and str(dict(row)["day"]) == "2024-02-02"
 
@@ -62,7 +62,7 @@ def test_csv_without_schema_definition_mirrors_strings(zone, service):
     (folder / "00000000000000000003.csv").write_bytes(b"id,name,__rowMarker__\r\n2,,2\r\n")
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 3, status.error
-    assert mirrored_rows(service.warehouse, "dbo", "people") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "people") == as_multiset(
         [{"id": "1", "name": "Zoë"}])
 
 
@@ -86,7 +86,7 @@ def test_nested_parquet_types_are_mirrored_natively(zone, service):
     [status] = service.run()
     assert status.status == "replicating", status.error
     stored = {row["id"]: row for row in
-              read_table(service.warehouse / "dbo/nested").to_pylist()}
+              read_table(service.settings.warehouse / "dbo/nested").to_pylist()}
     expected = {row["id"]: row for row in apply_changes(files, ["id"])}
     assert stored[1]["address"] == {"city": "Bergen", "zip": "5003"}
     assert stored[1]["tags"] == ["c"] and stored[1]["scores"] == [("y", 2)]
@@ -104,7 +104,7 @@ def test_parquet_compression_codecs(zone, service):
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 4
     expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
-    assert mirrored_rows(service.warehouse, "dbo", "codecs") == as_multiset(expected)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "codecs") == as_multiset(expected)
 
 
 FORMATS = {  # folder → (metadata extras, FileFormatTypeProperties, file suffix, encoding)
@@ -185,4 +185,4 @@ def test_every_delimited_option_mirrors_like_the_reference(zone, service):
     statuses = {status.table: status for status in service.run()}
     for table, rows in expected.items():
         assert statuses[table].status == "replicating", statuses[table].error
-        assert mirrored_rows(service.warehouse, "dbo", table) == as_multiset(rows), table
+        assert mirrored_rows(service.settings.warehouse, "dbo", table) == as_multiset(rows), table

@@ -3,6 +3,7 @@ on the embedded engine, checked in the Delta log that delta-rs reads independent
 
 import json
 import re
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -20,7 +21,7 @@ ROWS = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
 
 def configure(service, settings):
     """Add `settings` (yml lines under models: lakemirror: mirror:) to the project copy."""
-    path = service.project_dir / "dbt_project.yml"
+    path = service.settings.project_dir / "dbt_project.yml"
     original = path.with_suffix(".original")
     if not original.exists():
         original.write_text(path.read_text())
@@ -29,7 +30,7 @@ def configure(service, settings):
 
 
 def log_of(service, table, schema="dbo"):
-    delta = DeltaTable(str(service.warehouse / schema / table))
+    delta = DeltaTable(str(service.settings.warehouse / schema / table))
     protocol = delta.protocol()
     return {
         "protocol": (protocol.min_reader_version, protocol.min_writer_version),
@@ -47,7 +48,7 @@ def engine_rows(service, table):
 
     spark = SparkSession.builder.remote(engine_address().url).create()
     try:
-        data = spark.read.format("delta").load(str(service.warehouse / "dbo" / table))
+        data = spark.read.format("delta").load(str(service.settings.warehouse / "dbo" / table))
         return as_multiset([row.asDict() for row in data.select("id", "v").collect()])
     finally:
         spark.stop()
@@ -105,7 +106,8 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
         [{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}, {"id": 4, "v": "v4"}])
 
     # Staging and control tables stay on the lowest protocol.
-    lowest = [path.parent for path in (service.warehouse / "_lakemirror").glob("**/_delta_log")]
+    lowest = [path.parent for path in
+              (service.settings.warehouse / "_lakemirror").glob("**/_delta_log")]
     assert len(lowest) == 4  # staging dbo/t; control mirror_batches, table_monitor, relations
     for path in lowest:
         protocol = DeltaTable(str(path)).protocol()
@@ -145,7 +147,7 @@ def test_bad_settings_fail_only_their_table_before_any_sql(tmp_path):
         assert statuses[table].status == "failed"
         assert message in statuses[table].error, statuses[table].error
         assert f"model dbo__{table}" in statuses[table].error
-        assert not DeltaTable.is_deltatable(str(service.warehouse / "dbo" / table))
+        assert not DeltaTable.is_deltatable(str(service.settings.warehouse / "dbo" / table))
 
 
 def test_open_source_delta_refuses_write_serializable_before_any_sql(tmp_path):
@@ -154,12 +156,12 @@ def test_open_source_delta_refuses_write_serializable_before_any_sql(tmp_path):
     zone.table("T", ["id"])
     publish(zone, "T", 1, [1])
     service.ingest_only()
-    [node] = [node for node in service._dbt("run", "--vars", json.dumps(
+    [node] = [node for node in service.dbt(service.settings, "run", "--vars", json.dumps(
         {"lakemirror_engine": "spark"})) if node.unique_id.startswith("model.")]
     assert node.failed
     assert ("Delta Lake on Spark does not accept isolation_level 'WriteSerializable'; "
             "it accepts: Serializable") in node.message
-    assert not DeltaTable.is_deltatable(str(service.warehouse / "dbo" / "t"))
+    assert not DeltaTable.is_deltatable(str(service.settings.warehouse / "dbo" / "t"))
 
 
 def test_column_mapping_is_set_at_create_and_refused_on_an_existing_table(tmp_path):
@@ -187,11 +189,12 @@ def test_column_mapping_is_set_at_create_and_refused_on_an_existing_table(tmp_pa
 
 def run_macro(service, capsys, body):
     """Render `body` in a run-operation of the project and return what it printed."""
-    (service.project_dir / "macros" / "probe.sql").write_text(
+    (service.settings.project_dir / "macros" / "probe.sql").write_text(
         "{% macro probe() %}" + body + "{% endmacro %}")
     capsys.readouterr()
-    service.quiet = False  # dbt prints nothing at log level none
-    results = service._dbt("run-operation", "probe")
+    # dbt prints nothing at log level none
+    service.settings = replace(service.settings, quiet=False)
+    results = service.dbt(service.settings, "run-operation", "probe")
     assert not any(node.failed for node in results), results
     return capsys.readouterr().out
 
@@ -263,8 +266,8 @@ def test_drop_feature_is_refused_on_the_embedded_engine_and_for_undroppable_feat
                       "collations-preview, checkpointProtection",
     }
     for feature, message in cases.items():
-        [node] = service._dbt("run-operation", "lakemirror.drop_feature", "--args", json.dumps(
-            {"relation": "dbo.t", "feature": feature}))
+        [node] = service.dbt(service.settings, "run-operation", "lakemirror.drop_feature",
+                             "--args", json.dumps({"relation": "dbo.t", "feature": feature}))
         assert node.failed and message in node.message, node.message
 
 
@@ -291,14 +294,14 @@ select 1 as id, 'x' as v
 
 def test_your_own_table_and_incremental_models_take_the_settings(tmp_path):
     _, service = mirror_setup(tmp_path)
-    models = service.project_dir / "models" / "own"
+    models = service.settings.project_dir / "models" / "own"
     models.mkdir(parents=True)
 
     def build(owner):
         for materialized in ("table", "incremental"):
             (models / f"own_{materialized}.sql").write_text(
                 OWN_MODEL.format(materialized=materialized, owner=owner))
-        results = service._dbt("run", "--select", "own_table", "own_incremental")
+        results = service.dbt(service.settings, "run", "--select", "own_table", "own_incremental")
         assert not [node.message for node in results if node.failed]
 
     def log(materialized):
@@ -345,14 +348,14 @@ def test_new_mirrored_tables_get_deletion_vectors_unless_a_reader_needs_copy_on_
     publish(zone, "T", 3, [4], marker=2)  # a MERGE on the table's one file
     [status] = service.run(["dbo.t"])
     assert status.status == "replicating", status.error
-    assert deletion_vectors_added(service.warehouse / "dbo" / "t", commits=1) == 1
+    assert deletion_vectors_added(service.settings.warehouse / "dbo" / "t", commits=1) == 1
     assert status.rows == 3  # counted past the deletion vector
     assert engine_rows(service, "t") == expected - as_multiset([{"id": 4, "v": "v4"}])
 
     arrow = log_of(service, "arrow")  # delta-rs-pyarrow cannot: copy-on-write
     assert arrow["protocol"] == (1, 2) and not arrow["features"]
     assert "delta.enableDeletionVectors" not in arrow["configuration"]
-    rows = DeltaTable(str(service.warehouse / "dbo" / "arrow")).to_pyarrow_table()
+    rows = DeltaTable(str(service.settings.warehouse / "dbo" / "arrow")).to_pyarrow_table()
     assert as_multiset(rows.select(["id", "v"]).to_pylist()) == expected
 
     # The reader set decides for new tables only: an existing table keeps its protocol.
@@ -369,7 +372,8 @@ def test_reader_set_from_the_var_and_its_mistakes(tmp_path):
                         "  dbo__unknown: {+lakemirror_readers: 'delta-4.0, spark-9'}",
                         "  dbo__both: {+delta_features: [deletionVectors]}",
                         "  dbo__opted_out: {+tblproperties: {delta.enableDeletionVectors: false}}"])
-    service.dbt_vars = {"lakemirror_readers": "delta-rs-pyarrow,dbr-14.3"}
+    service.settings = replace(service.settings,
+                               dbt_vars={"lakemirror_readers": "delta-rs-pyarrow,dbr-14.3"})
     for table in ("Plain", "Unknown", "Both", "Opted_out"):
         zone.table(table, ["id"])
         publish(zone, table, 1, [1])
@@ -383,7 +387,8 @@ def test_reader_set_from_the_var_and_its_mistakes(tmp_path):
     assert ("model dbo__both: delta_features turn on deletionVectors, which delta-rs-pyarrow in "
             "lakemirror_readers cannot read; remove one or the other") in statuses["both"].error
 
-    service.dbt_vars = {}  # the default set: deletion vectors, unless the config says no
+    service.settings = replace(service.settings, dbt_vars={})  # the default set: deletion
+    # vectors, unless the config says no
     for table in ("New", "Opted_out"):
         zone.table(table, ["id"])
         publish(zone, table, 2 if table == "Opted_out" else 1, [2])

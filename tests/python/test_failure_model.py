@@ -10,13 +10,14 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable
 import pytest
 
-import lakemirror.run.build as build_phase
+import lakemirror.run.dbt as dbt_phase
 import lakemirror.run.ingest as ingest_phase
 from lakemirror.reference import ROW_MARKER, apply_changes
 from conftest import as_multiset, fail_if_hung, mirror_setup, mirrored_rows
@@ -58,7 +59,7 @@ def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) 
 
 
 def engine_pid() -> int:
-    engine = build_phase._child_engine
+    engine = dbt_phase._child_engine
     assert engine is not None and engine.alive()
     return engine.pid
 
@@ -70,7 +71,7 @@ def test_a_lost_engine_fails_the_running_table_and_the_others_are_built_again(
     for table in ("Alpha", "Beta"):
         zone.table(table, ["id"])
         zone.write(table, 1, FIRST, SCHEMA)
-    service.engine_timeout = 20
+    service.settings = replace(service.settings, engine_timeout=20)
     service.run()
     for table in ("Alpha", "Beta"):
         zone.write(table, 2, SECOND, SCHEMA)
@@ -84,12 +85,12 @@ def test_a_lost_engine_fails_the_running_table_and_the_others_are_built_again(
     assert ("killed by SIGKILL" if fault == "crash" else "did not finish within 20 s") \
         in alpha.error and "fresh engine" in alpha.error
     assert statuses["beta"].status == "replicating", statuses["beta"].error
-    assert mirrored_rows(service.warehouse, "dbo", "beta") == expected(FIRST, SECOND)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "beta") == expected(FIRST, SECOND)
 
     monkeypatch.undo()
     assert {s.table: s.status for s in service.run()} == {"alpha": "replicating",
                                                           "beta": "replicating"}
-    assert mirrored_rows(service.warehouse, "dbo", "alpha") == expected(FIRST, SECOND)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "alpha") == expected(FIRST, SECOND)
 
 
 def damage(commit: Path, how: str) -> None:
@@ -109,7 +110,7 @@ def test_a_damaged_commit_fails_its_table_and_is_never_read_around(tmp_path, kin
         zone.table(table, ["id"])
         zone.write(table, 1, FIRST, SCHEMA)
     service.run()
-    layout = service.layout
+    layout = service.settings.layout
     damaged = (layout.staging_path if kind == "staging" else layout.mirrored_path)("dbo", "bad")
     commit = newest_commit(damaged)
     damage(commit, how)
@@ -122,13 +123,13 @@ def test_a_damaged_commit_fails_its_table_and_is_never_read_around(tmp_path, kin
     assert (bad.status, bad.error_class) == ("failed", "system")
     assert "damaged" in bad.error and str(commit) in bad.error and "Fix:" in bad.error
     assert statuses["good"].status == "replicating"
-    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST, SECOND)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "good") == expected(FIRST, SECOND)
     assert (zone.root / "Bad" / "00000000000000000002.parquet").exists()  # not staged
 
     if kind == "mirrored":  # the documented recovery: delete it, it is rebuilt from staging
         subprocess.run(["rm", "-r", str(damaged)], check=True)
         assert {s.table: s.status for s in service.run()}["bad"] == "replicating"
-        assert mirrored_rows(service.warehouse, "dbo", "bad") == expected(FIRST, SECOND)
+        assert mirrored_rows(service.settings.warehouse, "dbo", "bad") == expected(FIRST, SECOND)
 
 
 def test_a_damaged_control_table_stops_every_table_with_a_clear_error(tmp_path):
@@ -136,7 +137,7 @@ def test_a_damaged_control_table_stops_every_table_with_a_clear_error(tmp_path):
     zone.table("T", ["id"])
     zone.write("T", 1, FIRST, SCHEMA)
     service.run()
-    commit = newest_commit(service.layout.control_path("mirror_batches"))
+    commit = newest_commit(service.settings.layout.control_path("mirror_batches"))
     damage(commit, "truncated")
     zone.write("T", 2, SECOND, SCHEMA)
     [status] = service.run()
@@ -156,7 +157,7 @@ def test_failing_dbt_tests_make_the_table_degraded_and_the_exit_code_one(tmp_pat
     zone.write("Ok", 1, FIRST, SCHEMA)
     result = CliRunner().invoke(cli, [
         "run", "--json", "--landing-zone", str(zone.root), "--warehouse",
-        str(service.warehouse), "--project-dir", str(service.project_dir)])
+        str(service.settings.warehouse), "--project-dir", str(service.settings.project_dir)])
     assert result.exit_code == 1, result.output
     tables = {t["table"]: t for t in json.loads(result.stdout)["tables"]}
     assert (tables["t"]["status"], tables["t"]["error_class"]) == ("degraded", "user")
@@ -175,12 +176,12 @@ def test_keys_changed_while_changes_wait_are_not_used_for_them(tmp_path):
 
     [status] = service.run()
     assert status.status == "failed" and "keyColumns changed" in status.error
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FIRST, SECOND)
 
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["id"]}))
     [status] = service.run()
     assert status.status == "replicating"
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FIRST, SECOND)
 
 
 def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
@@ -200,7 +201,7 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
     assert (statuses["boom"].status, statuses["boom"].error_class) == ("failed", "system")
     assert "unexpected RuntimeError: a bug" in statuses["boom"].error
     assert "--debug" in statuses["boom"].error
-    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "good") == expected(FIRST)
 
     from click.testing import CliRunner
 
@@ -208,8 +209,9 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
 
     monkeypatch.setenv("LAKEMIRROR_DEBUG", "")  # --debug sets it: restored after the test
     debugged = CliRunner().invoke(cli, [
-        "--debug", "run", "--landing-zone", str(zone.root), "--warehouse", str(service.warehouse),
-        "--project-dir", str(service.project_dir)])
+        "--debug", "run", "--landing-zone", str(zone.root),
+        "--warehouse", str(service.settings.warehouse),
+        "--project-dir", str(service.settings.project_dir)])
     assert isinstance(debugged.exception, RuntimeError), debugged.output  # the traceback shows
 
 
@@ -227,7 +229,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
     zone, service = mirror_setup(tmp_path)
-    service.warehouse = small_disk / "warehouse"
+    service.settings = replace(service.settings, warehouse=small_disk / "warehouse")
     zone.table("T", ["id"])
     zone.write("T", 1, FIRST, SCHEMA)
     [status] = service.run()
@@ -238,7 +240,7 @@ def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
     [status] = service.run()
     assert (status.status, status.error_class) == ("failed", "system"), status.error
     assert "disk full" in status.error.lower(), status.error
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FIRST)
     assert (zone.root / "T" / "00000000000000000002.parquet").exists()
 
 
@@ -251,15 +253,15 @@ def test_a_deleted_table_whose_generated_model_no_longer_parses_is_still_dropped
         zone.write(table, 1, FIRST, SCHEMA)
     service.run()
     # as an older lakemirror generated it from a hostile key: unedited, and breaking the parse
-    model = service.project_dir / "models/mirror/dbo/dbo__old.sql"
+    model = service.settings.project_dir / "models/mirror/dbo/dbo__old.sql"
     _write_generated(model, '{{ exceptions.raise_compiler_error("old model") }}\n', "--")
     subprocess.run(["rm", "-r", str(zone.root / "Old")], check=True)
     zone.write("Good", 2, SECOND, SCHEMA)
 
     statuses = {status.table: status.status for status in service.run()}
     assert statuses == {"old": "dropped", "good": "replicating"}
-    assert not model.exists() and not (service.warehouse / "dbo" / "old").exists()
-    assert mirrored_rows(service.warehouse, "dbo", "good") == expected(FIRST, SECOND)
+    assert not model.exists() and not (service.settings.warehouse / "dbo" / "old").exists()
+    assert mirrored_rows(service.settings.warehouse, "dbo", "good") == expected(FIRST, SECOND)
 
 
 def test_a_view_whose_table_was_deleted_outside_dbt_stops_nothing_else(tmp_path):
@@ -271,7 +273,7 @@ def test_a_view_whose_table_was_deleted_outside_dbt_stops_nothing_else(tmp_path)
     from lakemirror.cli.main import cli
 
     zone, service = mirror_setup(tmp_path)
-    mine = service.project_dir / "models" / "mine"
+    mine = service.settings.project_dir / "models" / "mine"
     mine.mkdir()
     (mine / "base.sql").write_text("select id from {{ ref('dbo__t') }}\n")
     (mine / "on_base.sql").write_text(
@@ -285,17 +287,18 @@ def test_a_view_whose_table_was_deleted_outside_dbt_stops_nothing_else(tmp_path)
     def run(*options: str) -> object:
         return CliRunner().invoke(cli, [
             "run", *options, "--landing-zone", str(zone.root), "--warehouse",
-            str(service.warehouse), "--project-dir", str(service.project_dir)])
+            str(service.settings.warehouse), "--project-dir", str(service.settings.project_dir)])
 
     assert run("--json").exit_code == 0
-    subprocess.run(["rm", "-r", str(service.warehouse / "analytics" / "base")], check=True)
+    subprocess.run(["rm", "-r", str(service.settings.warehouse / "analytics" / "base")], check=True)
     zone.write("T", 2, SECOND, SCHEMA)
     result = run()  # dbt's output shown
     assert result.exit_code == 0, result.output
     assert "view analytics.on_base is not attached: it reads analytics.base" in result.output
     assert result.output.splitlines()[-1].split()[:3] == ["dbo.t", "T", "replicating"]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == expected(FIRST, SECOND)
-    runs = DeltaTable(str(service.warehouse / "analytics" / "runs")).to_pyarrow_table()
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == expected(FIRST, SECOND)
+    runs = DeltaTable(str(service.settings.warehouse / "analytics" / "runs")).to_pyarrow_table()
     assert runs["mirrored"].to_pylist() == [2, 2]  # FIRST, then FIRST and SECOND: 2 rows each
-    assert DeltaTable(str(service.warehouse / "dbo" / "t")).history(1)[0]["operation"] == "MERGE"
-    assert (service.warehouse / "analytics" / "base" / "_delta_log").is_dir()  # built again
+    warehouse = service.settings.warehouse
+    assert DeltaTable(str(warehouse / "dbo" / "t")).history(1)[0]["operation"] == "MERGE"
+    assert (warehouse / "analytics" / "base" / "_delta_log").is_dir()  # built again

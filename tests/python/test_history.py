@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -19,6 +20,8 @@ from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.maintenance import maintain_tables
 from lakemirror.monitor import applied_positions
 from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.run.build import build
+from lakemirror.run.log import RunLog
 
 from conftest import as_multiset, deletion_vectors_added, mirror_setup, mirrored_rows
 
@@ -83,12 +86,12 @@ def history(warehouse) -> set[tuple[object, ...]]:
 
 
 def check(service, files: int) -> None:
-    assert history(service.warehouse) == expected_after(files)
+    assert history(service.settings.warehouse) == expected_after(files)
     current = [{"id": i, "c": c, "v": v}
                for i, c, v, _, _, is_current, _ in expected_after(files) if is_current]
     reference = apply_changes(FILES[:files], ["id"], conditional_column="c")
     assert as_multiset(current) == as_multiset(reference)  # the statement above is the reference's
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(reference)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(reference)
 
 
 def forget_history_batches(warehouse) -> None:
@@ -100,7 +103,8 @@ def forget_history_batches(warehouse) -> None:
 @pytest.mark.slow
 def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path):
     zone, service = mirror_setup(tmp_path)
-    service.dbt_vars = {"lakemirror_history": ["dbo.t", "dbo.log"]}
+    service.settings = replace(service.settings,
+                               dbt_vars={"lakemirror_history": ["dbo.t", "dbo.log"]})
     zone.table("Log", None)  # keyless: inserts only, every row a version that never ends
     zone.write("Log", 1, [{"id": 1, "c": None, "v": "x"}, {"id": 1, "c": None, "v": "x"}],
                SCHEMA.remove(3))
@@ -111,7 +115,7 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
     zone.write("T", 2, FILES[1], SCHEMA)
     assert {s.status for s in service.run()} == {"replicating"}
     check(service, 2)
-    log = read_table(service.warehouse / "dbo" / "log__history").to_pylist()
+    log = read_table(service.settings.warehouse / "dbo" / "log__history").to_pylist()
     assert sorted((row["v"], row["_lm_valid_from"], row["_lm_valid_to"], row["_lm_is_current"],
                    row["_lm_is_deleted"]) for row in log) == [
         ("x", at(1, 0), None, True, False), ("x", at(1, 1), None, True, False)]
@@ -122,13 +126,13 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
 
     # The history lags (its batches not recorded): compaction must not fold what it has not
     # read, and applying every batch again changes nothing.
-    forget_history_batches(service.warehouse)
-    [lagging] = maintain_tables(service.layout, ["dbo.t"])
+    forget_history_batches(service.settings.warehouse)
+    [lagging] = maintain_tables(service.settings.layout, ["dbo.t"])
     assert lagging.staged_rows_folded == 0
-    assert not [node for node in service.build() if node.failed]
+    assert not [node for node in build(service.settings, RunLog(), service.dbt) if node.failed]
     check(service, 3)
 
-    [folded] = maintain_tables(service.layout, ["dbo.t"])  # now both have read everything
+    [folded] = maintain_tables(service.settings.layout, ["dbo.t"])  # now both have read everything
     assert folded.staged_rows_folded > folded.snapshot_rows > 0
 
     zone.write("T", 4, FILES[3], SCHEMA)
@@ -137,16 +141,17 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
         ("log", "dropped"), ("t", "replicating")}
     check(service, 4)
     for table in ("t", "t__history"):  # exact with deletion vectors in use
-        assert deletion_vectors_added(service.warehouse / "dbo" / table) > 0, table
-    assert not (service.warehouse / "dbo" / "log__history").exists()
-    assert not list(service.project_dir.glob("models/mirror/dbo/history/dbo__log__history.*"))
-    assert "dbo.log__history" not in applied_positions(service.layout)
+        assert deletion_vectors_added(service.settings.warehouse / "dbo" / table) > 0, table
+    assert not (service.settings.warehouse / "dbo" / "log__history").exists()
+    assert not list(service.settings.project_dir.glob(
+        "models/mirror/dbo/history/dbo__log__history.*"))
+    assert "dbo.log__history" not in applied_positions(service.settings.layout)
 
     # After the compaction (after file 3), a full refresh keeps the rows current then, with
     # their own positions, and every version since; the versions ended before are gone.
-    assert not [node for node in service._dbt("run", "--full-refresh", "--select",
-                                              "dbo__t__history") if node.failed]
-    assert history(service.warehouse) == {
+    assert not [node for node in service.dbt(service.settings, "run", "--full-refresh",
+                                             "--select", "dbo__t__history") if node.failed]
+    assert history(service.settings.warehouse) == {
         version for version in expected_after(4) if version[4] is None or version[4] >= at(4, 0)}
 
 
@@ -176,15 +181,15 @@ def run_cli(service, command: str):
 
     from lakemirror.cli.main import cli
 
-    mirroring = (["--landing-zone", str(service.landing_zone), "--project-dir",
-                  str(service.project_dir)] if command != "status" else [])
-    return CliRunner().invoke(cli, [command, "--json", "--warehouse", str(service.warehouse),
-                                    *mirroring])
+    mirroring = (["--landing-zone", str(service.settings.landing_zone), "--project-dir",
+                  str(service.settings.project_dir)] if command != "status" else [])
+    return CliRunner().invoke(cli, [command, "--json",
+                                    "--warehouse", str(service.settings.warehouse), *mirroring])
 
 
 def history_for_all(service) -> None:
     """Turn history on for every table, in the project's dbt_project.yml."""
-    project = service.project_dir / "dbt_project.yml"
+    project = service.settings.project_dir / "dbt_project.yml"
     project.write_text(project.read_text().replace(
         "vars:\n", "vars:\n  lakemirror_history: ['*']\n"))
 
@@ -197,7 +202,7 @@ def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrad
         zone.table(table, ["id"])
         zone.write(table, 1, FILES[0], SCHEMA)
     assert run_cli(service, "ingest").exit_code == 0  # writes the models
-    history_folder = service.project_dir / "models/mirror/dbo/history"
+    history_folder = service.settings.project_dir / "models/mirror/dbo/history"
     broken = history_folder / "dbo__broken__history.sql"  # edited: kept as it is
     broken.write_text(broken.read_text() + "{% if execute %}{{ exceptions.raise_compiler_error("
                       "'the history broke') }}{% endif %}\n")
@@ -215,8 +220,8 @@ def test_a_failing_history_model_fails_its_table_and_a_failing_test_on_it_degrad
     assert tables["tested"]["status"] == "degraded"
     assert "not_null_dbo__tested__history__lm_valid_to" in tables["tested"]["error"]
     assert (tables["ok"]["status"], tables["ok"]["error"]) == ("replicating", None)
-    assert mirrored_rows(service.warehouse, "dbo", "broken") == mirrored_rows(
-        service.warehouse, "dbo", "ok")  # the mirror model itself was applied
+    assert mirrored_rows(service.settings.warehouse, "dbo", "broken") == mirrored_rows(
+        service.settings.warehouse, "dbo", "ok")  # the mirror model itself was applied
 
     shown = run_cli(service, "status")
     assert shown.exit_code == 1
@@ -240,8 +245,9 @@ def test_a_landing_table_named_like_a_history_fails_alone_and_the_first_keeps_th
     assert "history model and table of dbo.t (folder 'T'" in loser["error"]
     assert "rename the folder 'T__History'" in loser["error"]
     assert tables["t"]["status"] == "replicating", tables["t"]["error"]
-    assert history(service.warehouse) == expected_after(1)  # t's history, not the folder's rows
-    assert not (service.warehouse / "_lakemirror/staging/dbo/t__history").exists()
+    # t's history, not the folder's rows
+    assert history(service.settings.warehouse) == expected_after(1)
+    assert not (service.settings.warehouse / "_lakemirror/staging/dbo/t__history").exists()
 
     # A landing table mirrored before the table whose history would take its name keeps it.
     zone.table("Orders__History", ["id"])
@@ -259,6 +265,6 @@ def test_a_landing_table_named_like_a_history_fails_alone_and_the_first_keeps_th
             "dbo.orders__history") in tables["orders"]["error"]
     assert "rename the folder 'Orders'" in tables["orders"]["error"]
     assert tables["orders__history"]["status"] == "replicating"
-    assert mirrored_rows(service.warehouse, "dbo", "orders__history") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "orders__history") == as_multiset(
         apply_changes(FILES[:2], ["id"]))
-    assert not (service.warehouse / "dbo" / "orders").exists()
+    assert not (service.settings.warehouse / "dbo" / "orders").exists()

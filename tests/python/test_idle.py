@@ -30,12 +30,12 @@ def mirrored(tmp_path):
 def builds(service, monkeypatch):
     """Record each dbt invocation the service makes from now on."""
     calls = []
-    real = service._dbt
+    real = service.dbt
 
-    def counting(command, *args, **kwargs):
+    def counting(settings, command, *args, **kwargs):
         calls.append(command)
-        return real(command, *args, **kwargs)
-    monkeypatch.setattr(service, "_dbt", counting)
+        return real(settings, command, *args, **kwargs)
+    monkeypatch.setattr(service, "dbt", counting)
     return calls
 
 
@@ -53,12 +53,12 @@ def test_anything_new_makes_the_run_build(mirrored, monkeypatch, change):
     if change == "new file":
         zone.write("T", 2, [{"id": 1, "v": "b", M: 1}], SCHEMA)
     elif change == "mirrored folder deleted":
-        shutil.rmtree(service.layout.mirrored_path("dbo", "t"))
+        shutil.rmtree(service.settings.layout.mirrored_path("dbo", "t"))
     else:
-        path = service.project_dir / "dbt_project.yml"
+        path = service.settings.project_dir / "dbt_project.yml"
         path.write_text(path.read_text() + "\n# edited\n")
     calls = builds(service, monkeypatch)
     [t] = [status for status in service.run() if status.table == "t"]
     assert calls == ["build"] and t.status == "replicating", t.error
     expected = [{"id": 1, "v": "b" if change == "new file" else "a"}]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)

@@ -218,13 +218,13 @@ def test_inspect_and_doctor_on_a_mirrored_warehouse(tmp_path):
     zone.write("Customers", 2, [{"id": 1, "v": "b", ROW_MARKER: 1}], schema)
     [status] = service.run()
     assert status.status == "replicating"
-    tables = inspect_json("--warehouse", str(service.warehouse))
+    tables = inspect_json("--warehouse", str(service.settings.warehouse))
     names = {(table["kind"], table["table"]) for table in tables}
     assert {("mirrored", "dbo.customers"), ("staging", "_lakemirror_staging.dbo__customers"),
             ("control", "_lakemirror_control.relations"),
             ("control", "_lakemirror_control.mirror_batches")} <= names
-    [customers] = inspect_json("customers", "--warehouse", str(service.warehouse))
+    [customers] = inspect_json("customers", "--warehouse", str(service.settings.warehouse))
     assert customers["history"] and customers["history"][0]["operation"]
     result = run_cli("doctor", "--readers", "sail-0.7,delta-rs,dbr-12.2",
-                     "--warehouse", str(service.warehouse))
+                     "--warehouse", str(service.settings.warehouse))
     assert result.exit_code == 0, result.output

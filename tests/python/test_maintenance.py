@@ -19,7 +19,7 @@ from lakemirror import maintenance
 from lakemirror.delta.rows import read_table, table_row_count, without_views
 from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.compaction import compact_staging
 
@@ -134,19 +134,19 @@ def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, mon
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, SCHEMA)
         assert all(not s.unhealthy for s in service.run())
-    staging = service.layout.staging_path("dbo", "t")
-    mirrored = service.layout.mirrored_path("dbo", "t")
+    staging = service.settings.layout.staging_path("dbo", "t")
+    mirrored = service.settings.layout.mirrored_path("dbo", "t")
     mirrored_files = len(DeltaTable(str(mirrored)).file_uris())
     assert deletion_vectors_added(mirrored) > 0  # the default: MERGEs marked rows removed
 
-    [result] = maintenance.maintain(service.warehouse)
+    [result] = maintenance.maintain(service.settings.warehouse)
 
     assert result.skipped == () and result.staged_rows_folded == 9
     assert result.snapshot_rows == 5  # 4 current rows + the delete holding id 2's high-water
     assert len(DeltaTable(str(mirrored)).file_uris()) < mirrored_files
     current = [{k: v for k, v in row.items() if k != M}
                for row in apply_changes(files, ["id"], conditional_column="c")]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(current)  # compacted
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(current)  # compacted
     assert table_row_count(mirrored) == len(current)  # as status counts it
     later = [[{"id": 2, "c": 8, "v": "late and old", M: 4},  # below id 2's high-water 9: skipped
               {"id": 4, "c": 7, "v": "e", M: 1}]]
@@ -154,14 +154,14 @@ def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, mon
     assert all(not s.unhealthy for s in service.run())
     expected = apply_changes(files + later, ["id"], conditional_column="c")
     data = [{k: v for k, v in row.items() if k != M} for row in expected]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data)
     rows = DeltaTable(str(staging)).to_pyarrow_table().num_rows
     assert rows == 5 + 2
     # A rebuild from the folded staging gives the same table.
     shutil.rmtree(mirrored)
     assert all(not s.unhealthy for s in service.run())
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data)
-    assert Counter(maintenance.due_tables(service.warehouse, ["dbo.t"])) == Counter()
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data)
+    assert Counter(maintenance.due_tables(service.settings.warehouse, ["dbo.t"])) == Counter()
 
 
 @pytest.mark.slow
@@ -175,7 +175,8 @@ def test_maintain_folds_a_table_with_deletion_vectors_and_text_keys(tmp_path, mo
     (folder / "_metadata.json").write_text(
         '{"keyColumns": ["code"], "ConditionalUpdateColumn": "c"}')
     project = copy_project(tmp_path / "project", delta_features=("deletionVectors",))
-    service = MirrorService(zone.root, tmp_path / "warehouse", project, quiet=True)
+    service = MirrorService(RunSettings.given(zone.root, tmp_path / "warehouse", project,
+                                              quiet=True))
     schema = pa.schema([("code", pa.string()), ("c", pa.int64()), ("v", pa.string()),
                         (M, pa.int32())])
     files = [[{"code": f"k{i}", "c": 1, "v": "a", M: 0} for i in range(1, 6)],
@@ -183,10 +184,10 @@ def test_maintain_folds_a_table_with_deletion_vectors_and_text_keys(tmp_path, mo
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, schema)
         assert all(not s.unhealthy for s in service.run())
-    mirrored = service.layout.mirrored_path("dbo", "t")
+    mirrored = service.settings.layout.mirrored_path("dbo", "t")
     assert "deletionVectors" in (DeltaTable(str(mirrored)).protocol().reader_features or ())
 
-    [result] = maintenance.maintain(service.warehouse)
+    [result] = maintenance.maintain(service.settings.warehouse)
 
     assert result.skipped == () and result.staged_rows_folded == 7
     assert result.snapshot_rows == 5  # 4 current rows + the delete holding k2's high-water
@@ -218,7 +219,7 @@ def test_view_types_are_read_as_plain_types_nested_ones_included():
 def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch):
     zone, service = mirror_setup(tmp_path)
     zone.table("T", ["id"])
-    staging = service.layout.staging_path("dbo", "t")
+    staging = service.settings.layout.staging_path("dbo", "t")
     zone.write("T", 1, [{"id": 1, "c": 1, "v": "a", M: 0}], SCHEMA)
     service.run()  # first seen: stamped, nothing to maintain yet
     zone.write("T", 2, [{"id": 1, "c": 2, "v": "b", M: 1}], SCHEMA)
@@ -229,7 +230,7 @@ def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch
     [status] = service.run()
     assert status.status == "replicating" and service.run_warnings == []
     assert DeltaTable(str(staging)).to_pyarrow_table().num_rows == 1  # folded
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         [{"id": 1, "c": 3, "v": "c"}])
 
 

@@ -44,7 +44,7 @@ def test_contract_examples_update_and_key_change(zone, service):
     zone.write("Employees", 3, files[2], EMPLOYEE)
     [status] = service.run()
     assert (status.status, status.last_sequence, status.rows) == ("replicating", 3, 2)
-    assert mirrored_rows(service.warehouse, "dbo", "employees") == as_multiset([
+    assert mirrored_rows(service.settings.warehouse, "dbo", "employees") == as_multiset([
         {"EmployeeID": "E0002", "EmployeeLocation": "Bellevue"},
         {"EmployeeID": "E0003", "EmployeeLocation": "Seattle"}])
 
@@ -63,7 +63,8 @@ def test_semantics_edge_cases_match_reference(zone, service):
         zone.write("Sales.schema/Pairs", sequence, rows, PAIR)
         service.run()
     expected = apply_changes(files, ["a", "b"])
-    assert mirrored_rows(service.warehouse, "sales", "pairs") == as_multiset(data_rows(expected))
+    assert (mirrored_rows(service.settings.warehouse, "sales", "pairs")
+            == as_multiset(data_rows(expected)))
 
 
 def test_large_file_with_many_row_groups_ends_with_each_keys_last_row(zone, service):
@@ -73,7 +74,8 @@ def test_large_file_with_many_row_groups_ends_with_each_keys_last_row(zone, serv
     [status] = service.run()
     assert status.status == "replicating"
     expected = apply_changes([rows], ["a", "b"])
-    assert mirrored_rows(service.warehouse, "dbo", "big") == as_multiset(data_rows(expected))
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "big")
+            == as_multiset(data_rows(expected)))
 
 
 def test_rerun_and_new_process_merge_instead_of_rebuilding(zone, service):
@@ -83,12 +85,12 @@ def test_rerun_and_new_process_merge_instead_of_rebuilding(zone, service):
     zone.write("T", 2, [{"a": 1, "b": "x", "v": 2, M: 1}], PAIR)
     service.run()
     service.run()
-    fresh = MirrorService(service.landing_zone, service.warehouse, service.project_dir,
-                          quiet=True)
+    fresh = MirrorService(service.settings)
     fresh.run()
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"a": 1, "b": "x", "v": 2}])
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
+            == as_multiset([{"a": 1, "b": "x", "v": 2}]))
     operations = [entry["operation"] for entry in
-                  DeltaTable(str(service.warehouse / "dbo" / "t")).history()]
+                  DeltaTable(str(service.settings.warehouse / "dbo" / "t")).history()]
     assert operations.count("MERGE") >= 1
     assert len([op for op in operations if "CREATE" in op]) == 1
 
@@ -103,11 +105,11 @@ def test_crash_after_merge_before_bookkeeping_reapplies_safely(zone, service):
     zone.write("T", 2, files[1], PAIR)
     service.run()
     # The state a crash between the MERGE and the post-hook leaves: no 'applied' records.
-    batches = DeltaTable(str(service.warehouse / "_lakemirror/control/mirror_batches"))
+    batches = DeltaTable(str(service.settings.warehouse / "_lakemirror/control/mirror_batches"))
     batches.delete("kind = 'applied'")
     service.run()
     expected = apply_changes(files, ["a", "b"])
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
 def test_crash_after_staging_before_moving_files(zone, service, monkeypatch):
@@ -125,7 +127,8 @@ def test_crash_after_staging_before_moving_files(zone, service, monkeypatch):
     monkeypatch.undo()
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 2
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"a": 1, "b": "x", "v": 2}])
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
+            == as_multiset([{"a": 1, "b": "x", "v": 2}]))
     assert [p.name for p in folder.glob("*.parquet")] == ["00000000000000000002.parquet"]
 
 
@@ -158,4 +161,5 @@ def test_random_change_streams_match_reference(files, split):
             if sequence in (split, len(files)):
                 service.run()
         expected = apply_changes(files, ["a", "b"])
-        assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+        assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
+                == as_multiset(data_rows(expected)))

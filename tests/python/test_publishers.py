@@ -248,13 +248,14 @@ def mirrored(tmp_path_factory):
 
 def rows(service, schema: str, table: str) -> dict:
     """The mirrored table's rows by id, without lakemirror's columns."""
-    stored = read_table(service.warehouse / schema / table).to_pylist()
+    stored = read_table(service.settings.warehouse / schema / table).to_pylist()
     return {row["id"]: {k: v for k, v in row.items() if not k.startswith("_lm_")}
             for row in stored}
 
 
 def mirrored_types(service, schema: str, table: str) -> dict:
-    arrow = pa.schema(DeltaTable(str(service.warehouse / schema / table)).schema().to_arrow())
+    arrow = pa.schema(DeltaTable(str(service.settings.warehouse / schema / table)
+                                 ).schema().to_arrow())
     return {field.name: field.type for field in arrow}
 
 

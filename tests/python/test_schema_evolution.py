@@ -3,6 +3,7 @@ mirrored Delta table on the embedded engine, compared with the reference model."
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -64,8 +65,8 @@ def test_added_missing_and_widened_columns_flow_into_the_mirror(zone, service):
         [status] = service.run()
         assert status.status == "replicating", status.error
     expected = apply_changes([rows for rows, _ in files], ["id"])
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
-    types = mirrored_types(service.warehouse, "dbo", "t")
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+    types = mirrored_types(service.settings.warehouse, "dbo", "t")
     assert (types["a"], types["f"], types["s"]) == ("long", "double", "string")
 
 
@@ -86,13 +87,14 @@ def test_type_change_fails_one_table_while_two_others_keep_replicating(zone, ser
     assert statuses["a"].status == "failed"
     assert "column 'v' changed type from long to string" in statuses["a"].error
     assert "00000000000000000002.parquet" in statuses["a"].error
-    assert mirrored_rows(service.warehouse, "dbo", "a") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "a") == as_multiset(
         [{"id": 1, "v": 1}, {"id": 2, "v": 2}])
     first = [{"id": 1, "v": 1, M: 0}, {"id": 2, "v": 2, M: 0}]
     for table, second in (("b", b_file), ("c", c_file)):
         assert statuses[table].status == "replicating", statuses[table].error
         expected = apply_changes([first, second], ["id"])
-        assert mirrored_rows(service.warehouse, "dbo", table) == as_multiset(data_rows(expected))
+        assert (mirrored_rows(service.settings.warehouse, "dbo", table)
+                == as_multiset(data_rows(expected)))
 
     # The failed table recovers by recreating its folder, with the new type.
     shutil.rmtree(zone.root / "A")
@@ -101,10 +103,11 @@ def test_type_change_fails_one_table_while_two_others_keep_replicating(zone, ser
     zone.write("A", 1, [{"id": 7, "v": "seven", M: 0}], text)
     statuses = by_table(service.run())
     assert statuses["a"].status == "replicating", statuses["a"].error
-    assert mirrored_rows(service.warehouse, "dbo", "a") == as_multiset([{"id": 7, "v": "seven"}])
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "a")
+            == as_multiset([{"id": 7, "v": "seven"}]))
     zone.write("A", 2, [{"id": 7, "v": "SEVEN", M: 1}, {"id": 8, "v": "eight", M: 0}], text)
     assert by_table(service.run())["a"].status == "replicating"
-    assert mirrored_rows(service.warehouse, "dbo", "a") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "a") == as_multiset(
         [{"id": 7, "v": "SEVEN"}, {"id": 8, "v": "eight"}])
 
 
@@ -128,7 +131,7 @@ def test_case_clash_and_missing_required_column_fail_while_a_null_typed_column_e
     assert statuses["required"].status == "failed"
     assert "'v' is declared non-nullable but is missing" in statuses["required"].error
     assert statuses["untyped"].status == "replicating", statuses["untyped"].error
-    assert mirrored_rows(service.warehouse, "dbo", "untyped") == as_multiset(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "untyped") == as_multiset(
         [{"id": 1, "v": "b", "n": 7}])
 
 
@@ -146,7 +149,8 @@ def test_column_names_with_spaces_and_punctuation_end_to_end(zone, service):
     [status] = service.run()
     assert status.status == "replicating", status.error
     expected = apply_changes([first, second], ["first name"])
-    assert mirrored_rows(service.warehouse, "dbo", "odd") == as_multiset(data_rows(expected))
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "odd")
+            == as_multiset(data_rows(expected)))
 
 
 def test_deleted_folders_drop_table_staging_and_model_but_keep_an_edited_model(zone, service):
@@ -155,20 +159,21 @@ def test_deleted_folders_drop_table_staging_and_model_but_keep_an_edited_model(z
         zone.table(folder, ["id"])
         zone.write(folder, 1, [{"id": 1, "v": 1, M: 0}], base)
     service.run()
-    models = service.project_dir / "models/mirror/dbo"
+    models = service.settings.project_dir / "models/mirror/dbo"
     edited = models / "dbo__b.sql"
     edited.write_text(edited.read_text() + "-- my change\n")
     shutil.rmtree(zone.root / "A")
     shutil.rmtree(zone.root / "B")
     zone.write("C", 2, [{"id": 2, "v": 2, M: 0}], base)
 
-    service.confirm_drops = True  # 2 of 3 tables: more than a run drops unconfirmed
+    # 2 of 3 tables: more than a run drops unconfirmed
+    service.settings = replace(service.settings, confirm_drops=True)
     statuses = by_table(service.run())
     assert statuses["a"].status == "dropped" and "dbo__b.sql" not in statuses["a"].note
     assert "`lakemirror restore dbo.a` brings it back" in statuses["a"].note
     assert statuses["b"].status == "dropped" and "dbo__b.sql" in statuses["b"].note
     assert statuses["c"].status == "replicating" and statuses["c"].rows == 2
-    warehouse = service.warehouse
+    warehouse = service.settings.warehouse
     for table in ("a", "b"):
         assert not (warehouse / "dbo" / table).exists()
         assert not (warehouse / "_lakemirror/staging/dbo" / table).exists()
@@ -197,12 +202,12 @@ def test_recreated_folder_is_rebuilt_from_its_new_files_only_and_rename_is_drop_
     new_files = [[{"v": 100, "w": "a", M: 0}, {"v": 200, "w": "b", M: 0}]]
     zone.write("Old", 1, new_files[0], schema(("v", pa.int64()), ("w", pa.string())))
     assert [s.status for s in service.run()] == ["replicating"]
-    assert mirrored_rows(service.warehouse, "dbo", "old") == as_multiset(data_rows(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "old") == as_multiset(data_rows(
         apply_changes(new_files, ["v"])))
     new_files.append([{"v": 100, "w": "A", M: 1}])
     zone.write("Old", 2, new_files[1], schema(("v", pa.int64()), ("w", pa.string())))
     service.run()
-    assert mirrored_rows(service.warehouse, "dbo", "old") == as_multiset(data_rows(
+    assert mirrored_rows(service.settings.warehouse, "dbo", "old") == as_multiset(data_rows(
         apply_changes(new_files, ["v"])))
 
     shutil.rmtree(zone.root / "Old")  # renamed: the publisher starts a folder under the new name
@@ -210,8 +215,9 @@ def test_recreated_folder_is_rebuilt_from_its_new_files_only_and_rename_is_drop_
     zone.write("New", 1, [{"v": 1, "w": "x", M: 0}], schema(("v", pa.int64()), ("w", pa.string())))
     statuses = by_table(service.run())
     assert (statuses["old"].status, statuses["new"].status) == ("dropped", "replicating")
-    assert not (service.warehouse / "dbo/old").exists()
-    assert mirrored_rows(service.warehouse, "dbo", "new") == as_multiset([{"v": 1, "w": "x"}])
+    assert not (service.settings.warehouse / "dbo/old").exists()
+    assert (mirrored_rows(service.settings.warehouse, "dbo", "new")
+            == as_multiset([{"v": 1, "w": "x"}]))
 
 
 OPTIONAL = ("v", "w")
@@ -243,4 +249,5 @@ def test_random_change_streams_with_column_additions_and_removals_match_referenc
                 [status] = service.run()
                 assert status.status == "replicating", status.error
         expected = apply_changes([rows for rows, _ in files], ["a", "b"])
-        assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+        assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
+                == as_multiset(data_rows(expected)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -84,7 +85,7 @@ def test_a_mirror_merge_that_lost_its_commit_to_another_session_is_built_again(t
     model runs, so its MERGE loses the commit (MetadataChangedException); the run classifies
     the conflict, stops the other writer and builds the model again."""
     zone, service = mirror_setup(tmp_path, "spark")
-    service.backoff = Backoff(attempts=4, base_seconds=0)
+    service.settings = replace(service.settings, backoff=Backoff(attempts=4, base_seconds=0))
     zone.table("T", ["id"])
     files = [[{"id": i, "v": f"v{i}", M: 0} for i in range(1, 4)],
              [{"id": 1, "v": "one", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 4, "v": "d", M: 4}]]
@@ -99,7 +100,7 @@ def test_a_mirror_merge_that_lost_its_commit_to_another_session_is_built_again(t
     def tick() -> None:  # another writer: metadata commits, one after the other
         while not stop.is_set():
             try:
-                other.sql(f"alter table delta.`{service.warehouse / 'dbo' / 't'}` set "
+                other.sql(f"alter table delta.`{service.settings.warehouse / 'dbo' / 't'}` set "
                           f"tblproperties ('test.tick' = '{len(ticks)}')").collect()
                 ticks.append(1)
             except Exception:  # it loses to the MERGE sometimes; that is fine too
@@ -127,7 +128,7 @@ def test_a_mirror_merge_that_lost_its_commit_to_another_session_is_built_again(t
     assert f"dbo__t ({ConflictKind.METADATA_CHANGED.value})" in conflict
     assert "attempt 2 of 4" in conflict
     expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
     operations = [entry["operation"] for entry in DeltaTable(
-        str(service.warehouse / "dbo" / "t")).history()]
+        str(service.settings.warehouse / "dbo" / "t")).history()]
     assert operations.count("MERGE") == 1 and ticks

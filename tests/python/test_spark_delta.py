@@ -14,7 +14,7 @@ import io
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +92,12 @@ def settings_lines(tables: dict[str, str]) -> list[str]:
 def drop_feature(service: MirrorService, table: str, *, truncate_history: bool
                  ) -> tuple[list[NodeResult], str]:
     """`dbt run-operation lakemirror.drop_feature` on the table; its results and output."""
-    service.quiet = False
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        results = service._dbt("run-operation", "lakemirror.drop_feature", "--args", json.dumps(
-            {"relation": f"dbo.{table}", "feature": "deletionVectors",
-             "truncate_history": truncate_history}))
-    service.quiet = True
+        results = service.dbt(
+            replace(service.settings, quiet=False), "run-operation", "lakemirror.drop_feature",
+            "--args", json.dumps({"relation": f"dbo.{table}", "feature": "deletionVectors",
+                                  "truncate_history": truncate_history}))
     return results, output.getvalue()
 
 
@@ -118,7 +117,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         configure(service, settings_lines(config))
         runs.statuses.append({status.table: status for status in service.run(tables)})
         for table in FIRST:
-            path = service.warehouse / "dbo" / table
+            path = service.settings.warehouse / "dbo" / table
             if DeltaTable.is_deltatable(str(path)):
                 runs.versions.setdefault(table, []).append(DeltaTable(str(path)).version())
 
@@ -130,7 +129,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
                                            {"id": 2**40, "v": "big", M: 0}], WIDE)
     run(FIRST, SECOND_TABLES)
     runs.drops["dropped"] = [drop_feature(service, "dropped", truncate_history=False)]
-    truncated = service.warehouse / "dbo" / "truncated"
+    truncated = service.settings.warehouse / "dbo" / "truncated"
     runs.drops["truncated"] = [drop_feature(service, "truncated", truncate_history=True)]
     age_history(truncated, days=2)  # the retention period (24 hours) has passed
     runs.drops["truncated"].append(drop_feature(service, "truncated", truncate_history=True))
@@ -155,7 +154,7 @@ def spark_table(service: MirrorService, table: str) -> Any:
 
     session = SparkSession._instantiatedSession
     assert session is not None
-    return session.read.format("delta").load(str(service.warehouse / "dbo" / table))
+    return session.read.format("delta").load(str(service.settings.warehouse / "dbo" / table))
 
 
 def spark_rows(service: MirrorService, table: str) -> object:
@@ -178,7 +177,7 @@ def test_isolation_level_serializable_is_recorded_and_write_serializable_refused
     assert level.status == "failed"
     assert ("Delta Lake on Spark does not accept isolation_level 'WriteSerializable'; it "
             "accepts: Serializable") in level.error
-    assert not DeltaTable.is_deltatable(str(runs.service.warehouse / "dbo" / "level"))
+    assert not DeltaTable.is_deltatable(str(runs.service.settings.warehouse / "dbo" / "level"))
 
 
 def test_settings_commit_only_when_they_change(runs):
@@ -217,7 +216,7 @@ def test_a_new_mirrored_table_gets_deletion_vectors_by_default_and_uses_them(run
     assert log["protocol"] == (3, 7)
     assert {"deletionVectors"} <= log["features"]
     assert log["configuration"]["delta.enableDeletionVectors"] == "true"
-    [merge] = DeltaTable(str(runs.service.warehouse / "dbo" / "defaults")).history(1)
+    [merge] = DeltaTable(str(runs.service.settings.warehouse / "dbo" / "defaults")).history(1)
     assert merge["operation"] == "MERGE"  # the second run's delete marked its row
     assert int(merge["operationMetrics"]["numTargetDeletionVectorsAdded"]) == 1
     assert runs.statuses[1]["defaults"].rows == 2  # counted past the deletion vector
@@ -229,7 +228,7 @@ def test_a_new_mirrored_table_gets_deletion_vectors_by_default_and_uses_them(run
 def test_clustering_is_refused_clearly_before_any_sql(runs):
     error = runs.statuses[0]["clustering"].error
     assert "Delta Lake on Spark cannot write the Delta table feature 'clustering'" in error
-    assert not DeltaTable.is_deltatable(str(runs.service.warehouse / "dbo" / "clustering"))
+    assert not DeltaTable.is_deltatable(str(runs.service.settings.warehouse / "dbo" / "clustering"))
 
 
 def test_change_data_feed_with_column_mapping_is_created_then_enabled_then_filled(runs):
@@ -240,7 +239,7 @@ def test_change_data_feed_with_column_mapping_is_created_then_enabled_then_fille
     assert log["configuration"]["delta.columnMapping.mode"] == "name"
     changes = spark_table(runs.service, "cdf_mapping").sparkSession.read.format("delta") \
         .option("readChangeFeed", "true").option("startingVersion", 2) \
-        .load(str(runs.service.warehouse / "dbo" / "cdf_mapping"))
+        .load(str(runs.service.settings.warehouse / "dbo" / "cdf_mapping"))
     kinds = {(row["id"], row["_change_type"]) for row in changes.collect()}
     assert kinds == {(1, "insert"), (2, "insert"), (3, "insert"), (2, "delete")}
 
@@ -264,10 +263,10 @@ def test_drop_feature_without_truncation_drops_it_at_once(runs):
     assert "checkpointProtection" in log["features"] and log["protocol"] == (1, 7)
     assert "deletionVectors dropped; protocol now reader 1 / writer 7" in output
     assert "Remove deletionVectors from the model's delta_features too" in output
-    code, verdicts = doctor_json(runs.service.warehouse, "delta-2.2,delta-3.2")
+    code, verdicts = doctor_json(runs.service.settings.warehouse, "delta-2.2,delta-3.2")
     assert verdicts["dbo.dropped"]["delta-2.2"]["can_read"]
     assert "checkpointProtection" in verdicts["dbo.dropped"]["delta-2.2"]["cannot_write"]
-    [table] = inspect_json("dropped", "--warehouse", str(runs.service.warehouse),
+    [table] = inspect_json("dropped", "--warehouse", str(runs.service.settings.warehouse),
                            "--history", "20")
     assert (table["min_reader_version"], table["min_writer_version"]) == (1, 7)
     assert "deletionVectors" not in table["reader_features"] + table["writer_features"]
@@ -286,7 +285,7 @@ def test_drop_feature_with_truncated_history_takes_two_runs_and_says_so(runs):
     assert "deletionVectors dropped; protocol now reader 1 / writer 2" in said_second
     log = runs.log("truncated")
     assert log["protocol"] == (1, 2) and "checkpointProtection" not in log["features"]
-    code, verdicts = doctor_json(runs.service.warehouse, "delta-2.2")
+    code, verdicts = doctor_json(runs.service.settings.warehouse, "delta-2.2")
     assert verdicts["dbo.truncated"]["delta-2.2"]["can_read"]
     assert verdicts["dbo.truncated"]["delta-2.2"]["can_write"]
     assert runs.statuses[2]["truncated"].status == "replicating"

@@ -177,8 +177,8 @@ class Mirrored:
     def table(self, schema_name: str, table: str) -> pa.Table:
         """The table as its engine reads it (delta-rs 1.6 reads the columns of a table Spark
         wrote with column mapping as NULL)."""
-        path = self.service.warehouse / schema_name / table
-        if self.service.target == "spark":
+        path = self.service.settings.warehouse / schema_name / table
+        if self.service.settings.target == "spark":
             return spark_session().read.format("delta").load(str(path)).toArrow()
         return read_table(path)
 
@@ -216,8 +216,8 @@ def build(target: str, root: Path) -> Mirrored:
         selected = THIRD_RUN if phase == 3 else ()
         mirrored.statuses.append({status.table: status for status in service.run(selected)})
         if phase == 2:  # a crash between the MERGEs and their bookkeeping
-            DeltaTable(str(service.warehouse / "_lakemirror/control/mirror_batches")).delete(
-                "kind = 'applied'")
+            batches = service.settings.warehouse / "_lakemirror/control/mirror_batches"
+            DeltaTable(str(batches)).delete("kind = 'applied'")
     return mirrored
 
 
@@ -278,7 +278,7 @@ def test_every_table_replicates_and_the_deleted_one_is_dropped(mirrored):
                          ids=lambda table: table.folder)
 def test_each_table_matches_the_reference(mirrored, table):
     if table.folder == "Deleted":
-        assert not (mirrored.service.warehouse / "dbo" / "deleted").exists()
+        assert not (mirrored.service.settings.warehouse / "dbo" / "deleted").exists()
         return
     files = [rows for phase in sorted(table.phases) for rows, _ in table.phases[phase]]
     actual = mirrored.table(*table.name).to_pylist()
@@ -295,9 +295,9 @@ def test_new_columns_are_added_in_place_and_widening_rewrites(mirrored):
     """A new column: ALTER TABLE ADD COLUMNS on Spark, a zero-row MERGE WITH SCHEMA EVOLUTION
     on the embedded engine (no rewrite either way); a widened one: one rewrite."""
     def operations(table: str) -> list[str]:
-        history = DeltaTable(str(mirrored.service.warehouse / "dbo" / table)).history()
+        history = DeltaTable(str(mirrored.service.settings.warehouse / "dbo" / table)).history()
         return [entry["operation"] for entry in reversed(history)]
-    spark = mirrored.service.target == "spark"
+    spark = mirrored.service.settings.target == "spark"
     assert operations("odd")[1:] == ["ADD COLUMNS" if spark else "MERGE", "MERGE"]
     # Evolve widens twice (int to long, float to double): two rewrites after its creation.
     rewrite = "CREATE OR REPLACE TABLE AS SELECT" if spark else "WRITE"
@@ -314,12 +314,13 @@ def test_delimited_text_matches_its_expected_rows(mirrored):
 def test_both_engines_build_the_same_tables(tmp_path_factory):
     embedded, spark = (built(target, tmp_path_factory) for target in ("embedded", "spark"))
     names = sorted({(path.parent.name, path.name) for path in
-                    embedded.service.warehouse.glob("*/*") if not path.parent.name.startswith("_")
+                    embedded.service.settings.warehouse.glob("*/*")
+                    if not path.parent.name.startswith("_")
                     and (path / "_delta_log").is_dir()})
     assert len(names) == len(TABLES)  # the deleted one is gone, Tsv is there
     for name in names:
         ours, theirs = embedded.table(*name), spark.table(*name)
-        assert columns(embedded.service.warehouse.joinpath(*name)) == columns(
-            spark.service.warehouse.joinpath(*name)), name
+        assert columns(embedded.service.settings.warehouse.joinpath(*name)) == columns(
+            spark.service.settings.warehouse.joinpath(*name)), name
         assert multiset(ours.to_pylist(), drop=lambda column: False) == multiset(
             theirs.to_pylist(), drop=lambda column: False), name

@@ -49,9 +49,11 @@ def run_spark_cli(zone, service, cwd, **env):
     """`lakemirror run --target spark` on the zone and warehouse in a process of its own."""
     return subprocess.run(
         [str(BIN / "lakemirror"), "run", "--target", "spark", "--landing-zone", str(zone.root),
-         "--warehouse", str(service.warehouse), "--project-dir", str(service.project_dir)],
+         "--warehouse", str(service.settings.warehouse),
+         "--project-dir", str(service.settings.project_dir)],
         cwd=cwd, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "LAKEMIRROR_HOME": str(service.warehouse.parent / "home"), **env})
+        env={**os.environ, "LAKEMIRROR_HOME": str(service.settings.warehouse.parent / "home"),
+             **env})
 
 
 @pytest.mark.slow
@@ -73,8 +75,8 @@ def test_one_process_mirrors_several_warehouses_each_with_its_own_catalog(tmp_pa
         assert status.status == "replicating", status.error
     for (zone, service), files in zip(setups, streams):
         expected = data_rows(apply_changes(files, ["id"]))
-        assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
-        history = DeltaTable(str(service.warehouse / "dbo" / "t")).history()
+        assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+        history = DeltaTable(str(service.settings.warehouse / "dbo" / "t")).history()
         assert [entry["operation"] for entry in reversed(history)][1:] == ["MERGE"] * (
             len(files) - 1)
 
@@ -95,8 +97,9 @@ def test_a_spark_run_from_the_command_line_is_quiet_and_leaves_no_stray_files(tm
     after_start = run.stderr.split('Setting Spark log level to "ERROR".')[-1]
     assert " WARN " not in after_start and " ERROR " not in after_start, run.stderr
     assert sorted(path.name for path in workdir.iterdir()) == []
-    assert not list(service.project_dir.glob("*.log")), list(service.project_dir.iterdir())
-    assert not (service.warehouse / "_lakemirror" / "metastore_db").exists()
+    project = service.settings.project_dir
+    assert not list(project.glob("*.log")), list(project.iterdir())
+    assert not (service.settings.warehouse / "_lakemirror" / "metastore_db").exists()
 
 
 @pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
@@ -168,17 +171,19 @@ def test_staging_of_every_column_type_is_readable_by_delta_on_spark(zone, servic
     zone.write("T", 1, files[0], EVERY_TYPE)
     monkeypatch.setattr(ingest_module.StagingTable, "list_used_features", lambda self: None)
     service.ingest_only()  # as lakemirror staged it before
-    staging = DeltaTable(str(service.layout.staging_path("dbo", "t")))
+    staging = DeltaTable(str(service.settings.layout.staging_path("dbo", "t")))
     assert unlisted_features(staging) == ["invariants"]
     monkeypatch.undo()
     service.ingest_only()  # no new file: the ingest repairs the table it finds
-    assert unlisted_features(DeltaTable(str(service.layout.staging_path("dbo", "t")))) == []
+    staged = service.settings.layout.staging_path("dbo", "t")
+    assert unlisted_features(DeltaTable(str(staged))) == []
 
     zone.write("T", 2, files[1], EVERY_TYPE)
     [status] = service.run()
     assert status.status == "replicating", status.error
-    assert_spark_reads_every_table(service.warehouse)
-    mirrored = spark_session().read.format("delta").load(str(service.warehouse / "dbo" / "t"))
+    assert_spark_reads_every_table(service.settings.warehouse)
+    mirrored = spark_session().read.format("delta").load(
+        str(service.settings.warehouse / "dbo" / "t"))
     assert mirrored.schema["naive"].dataType.simpleString() == "timestamp_ntz"
     actual = [row.asDict(recursive=True) for row in mirrored.drop("_lm_position").collect()]
     assert as_multiset(map(comparable, actual)) == as_multiset(

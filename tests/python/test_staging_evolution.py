@@ -10,7 +10,10 @@ from deltalake import DeltaTable
 from lakemirror.landing import discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.reference import ROW_MARKER
-from lakemirror.service import MirrorService
+from lakemirror.run.dbt import invoke_dbt
+from lakemirror.run.log import RunLog
+from lakemirror.run.retire import drop_retired
+from lakemirror.service import RunSettings
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.evolution import delta_type_name
 from lakemirror.staging.lifecycle import drop_table_data, find_retirements
@@ -168,8 +171,9 @@ def test_an_empty_landing_zone_drops_nothing(zone, tmp_path):
     ingest(zone, tmp_path)
     shutil.rmtree(folder)
     messages = []
-    service = MirrorService(zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"),
-                            progress=messages.append)
-    assert service.drop_retired(discover_tables(zone.root)) == []
+    settings = RunSettings.given(zone.root, tmp_path / "warehouse",
+                                 copy_project(tmp_path / "project"))
+    assert drop_retired(settings, RunLog(messages.append), invoke_dbt,
+                        discover_tables(zone.root)) == []
     assert staged_table_exists(tmp_path)
     assert any("holds no table folder" in message for message in messages)

@@ -24,7 +24,7 @@ from lakemirror.codegen import (
 from lakemirror.errors import ConfigError
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER as M
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 
 from conftest import Zone, as_multiset, mirrored_rows
 
@@ -130,7 +130,8 @@ def test_a_list_of_paths_from_an_earlier_version_becomes_a_list_of_names(tmp_pat
 @pytest.mark.parametrize("name", ["/data/wh", "", "a b", "x'y", "é", "n" * 65])
 def test_a_name_that_is_no_warehouse_name_stops_the_run(tmp_path, name):
     with pytest.raises(ConfigError, match="cannot name a warehouse"):
-        MirrorService(tmp_path, tmp_path / "wh", tmp_path, warehouse_name=name)
+        MirrorService(RunSettings.given(tmp_path, tmp_path / "wh", tmp_path,
+                                        warehouse_name=name))
 
 
 def free_port():
@@ -166,8 +167,9 @@ def test_one_project_mirrors_dev_and_prod_and_plain_dbt_builds_only_the_targets_
         for folder in folders:
             zone.table(folder, ["id"])
             zone.write(folder, 1, [{"id": 1, "v": f"{zone.root.name} {folder}", M: 0}], SCHEMA)
-    services = {zone.root.name: MirrorService(zone.root, tmp_path / "wh" / zone.root.name,
-                                              project, quiet=True, warehouse_name=zone.root.name)
+    services = {zone.root.name: MirrorService(RunSettings.given(
+                    zone.root, tmp_path / "wh" / zone.root.name, project, quiet=True,
+                    warehouse_name=zone.root.name))
                 for zone in (dev, prod)}
     for name, service in services.items():
         statuses = service.run()
@@ -216,11 +218,11 @@ def test_a_table_with_other_keys_than_the_other_warehouses_fails_alone(tmp_path)
         for folder in ("Customers", "Other"):
             zone.table(folder, keys if folder == "Customers" else ["id"])
             zone.write(folder, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
-    MirrorService(dev.root, tmp_path / "wh/dev", project, quiet=True,
-                  warehouse_name="dev").ingest_only()
-    statuses = {status.table: status for status in MirrorService(
+    MirrorService(RunSettings.given(dev.root, tmp_path / "wh/dev", project, quiet=True,
+                                    warehouse_name="dev")).ingest_only()
+    statuses = {status.table: status for status in MirrorService(RunSettings.given(
         prod.root, tmp_path / "wh/prod", project, quiet=True,
-        warehouse_name="prod").ingest_only()}
+        warehouse_name="prod")).ingest_only()}
     assert statuses["other"].status != "failed"
     assert (statuses["customers"].status, statuses["customers"].error_class) == ("failed", "user")
     assert "shared with warehouse" in statuses["customers"].error

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -56,7 +57,7 @@ def test_a_warm_run_leaves_a_settling_file_for_its_next_run_without_waiting(tmp_
     zone, service = mirror_setup(tmp_path)
     (zone.table("T", ["id"]) / "00000000000000000001.csv").write_text("id,__rowMarker__\r\n1,0\r\n")
     monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "600")
-    service.warm = True  # as watch() sets it
+    service.settings = replace(service.settings, warm=True)  # as watch() sets it
     with fail_if_hung(60, "a warm run waited out the settle window"):
         [status] = service.run()
     assert status.status == "waiting" and "settle window" in status.error
@@ -103,14 +104,14 @@ def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path):
 def test_a_warm_process_rebuilds_a_deleted_mirrored_table_like_a_new_process(zone, service):
     """A kept engine session still lists a table whose folder was deleted; the warm run must
     attach the registry afresh and rebuild the table from staging, not fail on its log."""
-    service.warm = True
+    service.settings = replace(service.settings, warm=True)
     zone.table("T", ["id"])
     files = [[{"id": i, "v": "a", M: 0} for i in (1, 2, 3)], [{"id": 2, "v": "b", M: 1}]]
     zone.write("T", 1, files[0], SCHEMA)
     assert [status.status for status in service.run()] == ["replicating"]
-    shutil.rmtree(service.warehouse / "dbo" / "t")
+    shutil.rmtree(service.settings.warehouse / "dbo" / "t")
     zone.write("T", 2, files[1], SCHEMA)
     [status] = service.run()
     assert status.status == "replicating", status.error
     expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(files, ["id"])]
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(expected)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)

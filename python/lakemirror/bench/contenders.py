@@ -58,19 +58,19 @@ def run_lakemirror_warm(zone: Path, out: Path) -> dict[str, str]:
 
 def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]:
     from lakemirror.bench.phases import recorded_phases
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
 
-    service = MirrorService(zone, out / "warehouse", project, target=target, quiet=True)
+    settings = RunSettings.given(zone, out / "warehouse", project, target=target, quiet=True)
     started = time.perf_counter()
     with recorded_phases() as clock:
-        statuses = service.run()
+        statuses = MirrorService(settings).run()
     (out / PHASES_FILE).write_text(json.dumps(clock.report(
         imports=started - STARTED, total=time.perf_counter() - started)))
     failed = [status for status in statuses if status.status != "replicating"]
     if failed:
         raise RuntimeError(f"lakemirror left {failed[0].schema}.{failed[0].table} "
                            f"{failed[0].status}: {failed[0].error}")
-    return {f"dbo.{folder.name.lower()}": str(service.layout.mirrored_path("dbo",
+    return {f"dbo.{folder.name.lower()}": str(settings.layout.mirrored_path("dbo",
                                                                             folder.name.lower()))
             for folder in table_folders(zone)}
 

@@ -53,7 +53,7 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     from deltalake import DeltaTable
 
     from lakemirror.delta.listed_features import listed_features
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
 
     shutil.rmtree(directory, ignore_errors=True)
     fresh_spec = dataclasses.replace(spec, tables=1, files=SAMPLES,
@@ -64,11 +64,11 @@ def measure_freshness(directory: Path, spec: BenchSpec, progress: Callable[[str]
     initial, *changes = table.files
     for path in changes:
         path.rename(pending / path.name)
-    service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project", readers=readers),
-                            quiet=True)
+    service = MirrorService(RunSettings.given(
+        directory / "zone" / "LandingZone", directory / "warehouse",
+        private_project(directory / "project", readers=readers), quiet=True))
     progress(f"freshness: initial load of {fresh_spec.table_rows:,} rows (warm-up)")
-    mirrored = str(service.layout.mirrored_path("dbo", table.name.lower()))
+    mirrored = str(service.settings.layout.mirrored_path("dbo", table.name.lower()))
     stop, runs, failures = threading.Event(), list[list[TableStatus]](), list[Exception]()
 
     def finished(statuses: list[TableStatus]) -> None:

@@ -145,11 +145,11 @@ def _rss_mb() -> float:
 def main() -> None:
     """Child process: import everything, report idle RSS, then ingest the landing zone."""
     from lakemirror.bench.contenders import private_project
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
 
     zone, warehouse, idle = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    service = MirrorService(zone, warehouse, private_project(warehouse.parent / "project"),
-                            quiet=True)
+    service = MirrorService(RunSettings.given(
+        zone, warehouse, private_project(warehouse.parent / "project"), quiet=True))
     idle.write_text(json.dumps({"idle_rss_mb": _rss_mb()}))
     [status] = service.ingest_only()
     if status.status == "failed":

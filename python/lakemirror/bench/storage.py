@@ -84,7 +84,7 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     from deltalake import DeltaTable
 
     from lakemirror.maintenance import maintain
-    from lakemirror.service import MirrorService
+    from lakemirror.service import MirrorService, RunSettings
 
     shutil.rmtree(directory, ignore_errors=True)
     spec = dataclasses.replace(spec, tables=1)
@@ -94,11 +94,13 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     pending.mkdir()
     for path in table.files[1:]:
         path.rename(pending / path.name)
-    service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
-                            private_project(directory / "project", readers=readers),
-                            quiet=True, warm=True)
-    staging = service.layout.staging_path("dbo", table.name.lower())
-    mirrored = service.layout.mirrored_path("dbo", table.name.lower())
+    settings = RunSettings.given(
+        directory / "zone" / "LandingZone", directory / "warehouse",
+        private_project(directory / "project", readers=readers),
+        quiet=True, warm=True)
+    service = MirrorService(settings)
+    staging = settings.layout.staging_path("dbo", table.name.lower())
+    mirrored = settings.layout.mirrored_path("dbo", table.name.lower())
     _run(service, "initial load")
     for number, path in enumerate(table.files[1:], start=1):
         (pending / path.name).rename(path)
@@ -108,13 +110,14 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     staging_before, mirrored_before = table_bytes(staging), table_bytes(mirrored)
     features = listed_features(DeltaTable(str(mirrored)))
     progress("storage: lakemirror maintain")
-    [maintained] = maintain(service.warehouse)
+    [maintained] = maintain(settings.warehouse)
     staging_after, mirrored_after = table_bytes(staging), table_bytes(mirrored)
     live = directory / "live.parquet"
     pq.write_table(expected, live)
     progress("storage: rebuilding the mirrored table from staging")
     shutil.rmtree(mirrored)
-    _run(dataclasses.replace(service, warm=False), "the rebuild")  # as a scheduled run would
+    cold = dataclasses.replace(settings, warm=False)  # as a scheduled run would
+    _run(MirrorService(cold), "the rebuild")
     check = verify(expected, read_table(mirrored), sample=None)
     return Storage(spec.files, spec.table_rows, spec.changes_per_file, live.stat().st_size,
                    expected.num_rows, staging_before, staging_after, mirrored_before,

@@ -186,7 +186,8 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
         stop.set()
 
     signal.signal(signal.SIGINT, interrupted)
-    click.echo(f"watching {service.landing_zone} every {interval:g} s; Ctrl-C stops", err=True)
+    click.echo(f"watching {service.settings.landing_zone} every {interval:g} s; Ctrl-C stops",
+               err=True)
     try:
         watch(service, interval, stop,
               lambda statuses: click.echo(to_json(statuses, service.run_warnings) if as_json
@@ -428,19 +429,20 @@ def _service(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: 
              target: str, retention_days: float, lock_timeout: float, engine_timeout: float,
              quiet: bool, *, rebind: bool, confirm_drops: bool,
              max_drop_share: float) -> MirrorService:
-    from lakemirror.service import MirrorService
+    from lakemirror.run.log import silent
+    from lakemirror.service import MirrorService, RunSettings
 
     if not isinstance(landing_zone, Path):
         raise ConfigError(f"landing zone {landing_zone}: mirroring a zone in object storage is "
                           "not available in this version", hint="copy the zone to a local folder "
                           "and pass its path, or use a lakemirror that mirrors object storage")
-
-    progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
-    return MirrorService(landing_zone, warehouse, project_dir or Path.cwd(), target,
-                         progress=progress, quiet=quiet, retention_days=retention_days,
-                         lock_timeout=lock_timeout, engine_timeout=engine_timeout,
-                         rebind_landing_zone=rebind, confirm_drops=confirm_drops,
-                         max_drop_share=max_drop_share)
+    settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target,
+                                 quiet=quiet, retention_days=retention_days,
+                                 lock_timeout=lock_timeout, engine_timeout=engine_timeout,
+                                 rebind_landing_zone=rebind, confirm_drops=confirm_drops,
+                                 max_drop_share=max_drop_share)
+    return MirrorService(settings, progress=silent if quiet
+                         else lambda message: click.echo(message, err=True))
 
 
 def main() -> None:

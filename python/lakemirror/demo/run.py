@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
-from lakemirror.service import PROJECT_DIR, MirrorService, engine_address
+from lakemirror.service import PROJECT_DIR, MirrorService, RunSettings, engine_address
 from lakemirror.status import to_text
 
 SAMPLE_QUERY = """
@@ -26,8 +26,9 @@ def run_demo(directory: Path, *, echo: Callable[[str], None],
     shutil.rmtree(directory, ignore_errors=True)
     zone, warehouse = directory / "LandingZone", directory / "warehouse"
     publisher = Publisher(zone)
-    service = MirrorService(zone, warehouse, project_dir,
-                            dbt_vars={"lakemirror_examples": True}, progress=echo)
+    service = MirrorService(RunSettings.given(zone, warehouse, project_dir,
+                                              dbt_vars={"lakemirror_examples": True}),
+                            progress=echo)
     started = time.monotonic()
     echo(f"== publisher writes the initial load to {zone}")
     initial_load(publisher)

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lakemirror.codegen import MirrorModel, write_history_model, write_model
 from lakemirror.errors import CorruptTableError
 from lakemirror.run.ingest import is_staged
+from lakemirror.run.log import RunLog
+from lakemirror.run.settings import RunSettings
 from lakemirror.staging import IngestResult, StagingTable
 from lakemirror.table_outcome import failed_ingest
 
-if TYPE_CHECKING:
-    from lakemirror.service import MirrorService
 
-
-def generate_models(service: MirrorService, ingested: list[IngestResult]
+def generate_models(settings: RunSettings, log: RunLog, ingested: list[IngestResult]
                     ) -> list[IngestResult]:
     """Write or update the model of every staged table whose staged files are applied."""
-    return [_generate_model(service, result)
-            if is_staged(service, result.table.schema, result.table.name) and _applies(result)
-            else result for result in ingested]
+    return [_generate_model(settings, log, result)
+            if is_staged(settings.layout, result.table.schema, result.table.name)
+            and _applies(result) else result for result in ingested]
 
 
 def _applies(result: IngestResult) -> bool:
@@ -30,13 +27,13 @@ def _applies(result: IngestResult) -> bool:
                                          and result.table.problem is None)
 
 
-def _generate_model(service: MirrorService, result: IngestResult) -> IngestResult:
+def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult) -> IngestResult:
     """Write the table's model from metadata its ingest accepted (a failed table's from
     the metadata its staged files were staged with, never from a changed
     `_metadata.json`); a failure to write it fails this table alone, and a failed table
     keeps its first error."""
-    project_dir = service.project_dir
-    staging = StagingTable(service.layout.staging_path(result.table.schema, result.table.name))
+    project_dir = settings.project_dir
+    staging = StagingTable(settings.layout.staging_path(result.table.schema, result.table.name))
     try:
         metadata = (result.metadata if result.status != "failed"
                     else staging.accepted_metadata())
@@ -44,11 +41,11 @@ def _generate_model(service: MirrorService, result: IngestResult) -> IngestResul
             return result
         model = MirrorModel(result.table.schema, result.table.name,
                             metadata.key_columns, metadata.conditional_column)
-        outcomes = write_model(project_dir, model, warehouse=service.warehouse_names)
+        outcomes = write_model(project_dir, model, warehouse=settings.warehouse_names)
         for path, outcome in (outcomes | write_history_model(project_dir, model)).items():
             if outcome != "unchanged":
-                service.progress(f"model {path.relative_to(project_dir)}: {outcome}")
+                log.progress(f"model {path.relative_to(project_dir)}: {outcome}")
     except Exception as error:  # one table's failure stays its own
         return (result if result.status == "failed"
-                else failed_ingest(result.table, error, service.warehouse, result))
+                else failed_ingest(result.table, error, settings.warehouse, result))
     return result

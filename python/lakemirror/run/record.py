@@ -1,45 +1,42 @@
-"""The end of a run: each table's status, the monitoring records, and due maintenance."""
+"""The end of a run: each table's status, and the monitoring records."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from lakemirror.delta.rows import table_row_count
 from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
 from lakemirror.node_result import NodeResult
+from lakemirror.run.log import RunLog
+from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
 from lakemirror.staging import IngestResult
 from lakemirror.staging.lock import control_lock
 from lakemirror.status import TableStatus
 from lakemirror.table_outcome import table_status
 
-if TYPE_CHECKING:
-    from lakemirror.service import MirrorService
 
-
-def statuses(service: MirrorService, ingested: list[IngestResult],
+def statuses(settings: RunSettings, ingested: list[IngestResult],
              nodes: list[NodeResult]) -> list[TableStatus]:
     """Each ingested table's status after the build's `nodes`."""
-    return [_status(service, result, nodes) for result in ingested]
+    return [_status(settings, result, nodes) for result in ingested]
 
 
-def _status(service: MirrorService, result: IngestResult,
+def _status(settings: RunSettings, result: IngestResult,
             nodes: list[NodeResult]) -> TableStatus:
     schema, name = result.table.schema, result.table.name
     try:
-        rows = table_row_count(service.layout.mirrored_path(schema, name))
+        rows = table_row_count(settings.layout.mirrored_path(schema, name))
     except Exception:  # a damaged table: its status already says why
         rows = None
-    return table_status(result, nodes, rows, attempts=service.backoff.attempts)
+    return table_status(result, nodes, rows, attempts=settings.backoff.attempts)
 
 
-def record_run(service: MirrorService, ingested: list[IngestResult], statuses: list[TableStatus],
-           scope: Scope, *, applied_now: bool) -> None:
+def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
+               statuses: list[TableStatus], scope: Scope, *, applied_now: bool) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it."""
-    with control_lock(service.warehouse, timeout=service.lock_timeout,
-                      progress=service.progress):
+    with control_lock(settings.warehouse, timeout=settings.lock_timeout,
+                      progress=log.progress):
         try:
-            layout = service.layout
+            layout = settings.layout
             records = read_records(layout)  # of each folder, whatever its case
             previous = {(record.schema, record.table): record for record in records}
             applied = applied_positions(layout)
@@ -51,18 +48,5 @@ def record_run(service: MirrorService, ingested: list[IngestResult], statuses: l
                                applied_now=applied_now)
                 for result, status in zip(ingested, statuses)], previous)
         except Exception as error:  # the run's own status is still printed
-            service.progress(f"warning: could not record this run for `lakemirror status`: "
-                             f"{type(error).__name__}: {error}")
-
-
-def maintain(service: MirrorService, names: list[str]) -> None:
-    """Maintain the healthy tables whose maintenance is due (their locks are held)."""
-    from lakemirror.maintenance import due_tables, maintain_tables
-
-    try:
-        due = due_tables(service.warehouse, names)
-        if due:
-            maintain_tables(service.layout, due, progress=service.progress)
-    except Exception as error:  # maintenance is housekeeping: the run's outcome stands
-        service.warn(f"maintenance did not finish: {type(error).__name__}: {error}; "
-                     "run `lakemirror maintain` to see why")
+            log.progress(f"warning: could not record this run for `lakemirror status`: "
+                         f"{type(error).__name__}: {error}")

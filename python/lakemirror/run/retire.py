@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
 
 from lakemirror.build import forget_warm_sessions
 from lakemirror.codegen import retire_history_model, retire_model
@@ -12,7 +11,10 @@ from lakemirror.errors import LakemirrorError
 from lakemirror.landing import LandingTable
 from lakemirror.node_result import NodeResult
 from lakemirror.recovery import check_drop_share, heal
+from lakemirror.run.dbt import Dbt
 from lakemirror.run.ingest import is_staged
+from lakemirror.run.log import RunLog
+from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
 from lakemirror.staging.dropped import DroppedCopy, purge_dropped
 from lakemirror.staging.lifecycle import (
@@ -23,21 +25,20 @@ from lakemirror.staging.lifecycle import (
 )
 from lakemirror.status import TableStatus
 
-if TYPE_CHECKING:
-    from lakemirror.service import MirrorService
 
-
-def heal_returned(service: MirrorService, tables: list[LandingTable], scope: Scope) -> list[str]:
+def heal_returned(settings: RunSettings, log: RunLog, tables: list[LandingTable],
+                  scope: Scope) -> list[str]:
     """Bring back the dropped tables whose folders are back (see `recovery.heal`)."""
+    layout = settings.layout
     restored = heal([table for table in tables if table.qualified_name in scope],
-                    service.layout, progress=service.progress,
-                    is_staged=lambda table: is_staged(service, table.schema, table.name))
+                    layout, progress=log.progress,
+                    is_staged=lambda table: is_staged(layout, table.schema, table.name))
     if restored:
         forget_warm_sessions()  # sessions attach the restored tables again
     return [copy.qualified_name for copy in restored]
 
 
-def drop_retired(service: MirrorService, tables: list[LandingTable],
+def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[LandingTable],
                  scope: Scope | None = None) -> list[TableStatus]:
     """Drop every table in scope whose landing folder was deleted or recreated: from the
     engine's catalog, then its data moves to the dropped area (kept for the retention
@@ -46,28 +47,28 @@ def drop_retired(service: MirrorService, tables: list[LandingTable],
     are all the zone's tables: a table outside the scope is never dropped, whether its
     folder exists or not. Refuses (MassDropError) to drop more than the allowed share of
     the tables unless drops are confirmed."""
-    layout = service.layout
-    purge_dropped(layout, service.retention_days)
+    layout = settings.layout
+    purge_dropped(layout, settings.retention_days)
     retirements = [retirement for retirement in find_retirements(tables, layout)
                    if scope is None or retirement.qualified_name in scope]
     if not retirements:
         return []
     if not tables:
-        service.warn(f"the landing zone {service.landing_zone} holds no table folder; not "
-                     f"dropping the {len(retirements)} mirrored tables (an unmounted or wrong "
-                     "folder looks the same). Leave one folder to drop the rest.")
+        log.warn(f"the landing zone {settings.landing_zone} holds no table folder; not "
+                 f"dropping the {len(retirements)} mirrored tables (an unmounted or wrong "
+                 "folder looks the same). Leave one folder to drop the rest.")
         return []
-    if not service.confirm_drops:
+    if not settings.confirm_drops:
         check_drop_share([r.qualified_name for r in retirements if r.reason == "deleted"],
-                         len(staged_tables(layout)), service.max_drop_share,
-                         zone=str(service.given_zone))
+                         len(staged_tables(layout)), settings.max_drop_share,
+                         zone=str(settings.given_zone))
     names = [retirement.qualified_name for retirement in retirements]
-    service.progress(f"drop {', '.join(names)}")
-    notes = {retirement: _retire_model(service, retirement) for retirement in retirements
+    log.progress(f"drop {', '.join(names)}")
+    notes = {retirement: _retire_model(settings, retirement) for retirement in retirements
              if retirement.reason == "deleted"}  # first: dbt must parse without them
     try:
-        failed = [node for node in service._dbt(
-            "run-operation", "lakemirror.drop_mirrored_tables",
+        failed = [node for node in dbt(
+            settings, "run-operation", "lakemirror.drop_mirrored_tables",
             "--args", json.dumps({"tables": names})) if node.failed]
     except LakemirrorError as error:  # the engine was lost, or dbt could not start
         failed = [NodeResult("operation.drop_mirrored_tables", "error", str(error))]
@@ -79,26 +80,26 @@ def drop_retired(service: MirrorService, tables: list[LandingTable],
         # recreated ones fail in their ingest, which finds the folder's new incarnation
     kept = {retirement: drop_table_data(layout, retirement) for retirement in retirements}
     for copy in kept.values():
-        service.progress(f"  kept {copy.qualified_name} in {copy.path}")
+        log.progress(f"  kept {copy.qualified_name} in {copy.path}")
     return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None,
-                        "; ".join(filter(None, [_kept_note(service, kept[retirement]), note])))
+                        "; ".join(filter(None, [_kept_note(settings, kept[retirement]), note])))
             for retirement, note in notes.items()]
 
 
-def _kept_note(service: MirrorService, copy: DroppedCopy) -> str:
+def _kept_note(settings: RunSettings, copy: DroppedCopy) -> str:
     until = time.strftime("%Y-%m-%d", time.gmtime(
-        copy.dropped_at + service.retention_days * 86_400))
+        copy.dropped_at + settings.retention_days * 86_400))
     return (f"kept in {copy.path} until {until}: `lakemirror restore "
             f"{copy.qualified_name}` brings it back")
 
 
-def _retire_model(service: MirrorService, retirement: Retirement) -> str | None:
+def _retire_model(settings: RunSettings, retirement: Retirement) -> str | None:
     """Remove a deleted table's generated model (or only this warehouse from the model's
     list, while other warehouses mirror the table); a note names the files kept as
     edited."""
-    project_dir = service.project_dir
+    project_dir = settings.project_dir
     outcomes = retire_model(project_dir, retirement.schema, retirement.table,
-                            warehouse=service.warehouse_names)
+                            warehouse=settings.warehouse_names)
     outcomes |= retire_history_model(project_dir, retirement.schema, retirement.table)
     kept = [f"{path.relative_to(project_dir)} ({outcome})"
             for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]

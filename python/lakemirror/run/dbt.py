@@ -1,0 +1,80 @@
+"""Running dbt for a run, on its target: with a watched engine for `embedded`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from lakemirror.build import close_connect_sessions, dbt_invoke
+from lakemirror.engine import (
+    ChildEngine,
+    EngineAddress,
+    WatchedEngine,
+    background_process,
+    watchdog,
+)
+from lakemirror.errors import EngineCrashError
+from lakemirror.node_result import NodeResult
+from lakemirror.project import profiles_dir
+from lakemirror.run.settings import RunSettings
+
+
+class Dbt(Protocol):
+    """How the phases that run dbt (build, retire) run it: `invoke_dbt`, or a stand-in."""
+
+    def __call__(self, settings: RunSettings, command: str, *args: str,
+                 extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]: ...
+
+
+def invoke_dbt(settings: RunSettings, command: str, *args: str,
+               extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
+    """Run a dbt command on the configured target (with `extra_vars` besides the settings'
+    own), with a watched engine for `embedded`; raises EngineCrashError, carrying the
+    nodes dbt finished, when the engine was lost."""
+    env = {"LAKEMIRROR_WAREHOUSE": str(settings.warehouse),
+           "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
+    dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
+    if settings.target != "embedded":
+        return _dbt_invoke(settings, command, args, env, dbt_vars)
+    address, engine = embedded_engine()
+    env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
+            "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+    with watchdog(engine, settings.engine_timeout) as watch:
+        nodes = _dbt_invoke(settings, command, args, env, dbt_vars)
+    if watch.reason is None:
+        return nodes
+    engine.kill()
+    close_connect_sessions()  # a warm session would talk to the lost engine
+    raise EngineCrashError(watch.reason, nodes=nodes, at=watch.at,
+                           hint="the next run starts a fresh engine; if the same table "
+                                "brings it down again, run it alone with --table and "
+                                "report it")
+
+
+def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
+                env: dict[str, str], dbt_vars: Mapping[str, object]) -> list[NodeResult]:
+    return dbt_invoke(command, settings.project_dir,
+                      profiles_dir=profiles_dir(settings.project_dir), target=settings.target,
+                      env=env, dbt_vars=dbt_vars,
+                      extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
+                      warm=settings.warm)
+
+
+_child_engine: ChildEngine | None = None
+
+
+def embedded_engine() -> tuple[EngineAddress, WatchedEngine]:
+    """The background engine if one runs, else this process's own engine in a child process
+    (a fresh one once the last was lost)."""
+    running = background_process()
+    if running:
+        return running.address, running
+    global _child_engine
+    if _child_engine is None or not _child_engine.alive():
+        _child_engine = ChildEngine()
+    return _child_engine.address, _child_engine
+
+
+def engine_address() -> EngineAddress:
+    """The address of the embedded engine dbt runs on (see `embedded_engine`)."""
+    return embedded_engine()[0]

@@ -1,0 +1,75 @@
+"""What a mirror run is given, as plain frozen data built once (by the CLI): where the landing
+zone, the warehouse and the dbt project are, the target, and the run's limits and flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from lakemirror.codegen import WarehouseName, checked_name, configured_name, warehouse_name
+from lakemirror.conflicts import Backoff
+from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
+from lakemirror.errors import ConfigError
+from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
+from lakemirror.staging import Warehouse
+from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
+from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
+from lakemirror.storage.warehouse import local_warehouse
+
+ZoneLocation: TypeAlias = Path  # where the landing zone is
+WarehouseLocation: TypeAlias = Path  # where the warehouse is
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """One landing zone mirrored into one warehouse with one dbt project, and how."""
+
+    landing_zone: ZoneLocation  # links resolved, once: the zone every phase reads
+    warehouse: WarehouseLocation  # links resolved
+    project_dir: Path  # links resolved
+    given_zone: ZoneLocation  # as given: the zone's identity (see `binding`) and messages
+    given_warehouse: WarehouseLocation  # as given: its legacy names (see codegen.warehouses)
+    target: str = "embedded"
+    dbt_vars: Mapping[str, object] = field(default_factory=dict)
+    quiet: bool = False  # dbt logs nothing
+    warm: bool = False  # one process runs again and again (`run --watch`)
+    retention_days: float = DEFAULT_RETENTION_DAYS
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
+    backoff: Backoff = field(default_factory=Backoff)
+    warehouse_name: str = field(default_factory=configured_name)  # generated models know it by
+    rebind_landing_zone: bool = False  # mirror this zone even if the warehouse mirrors another
+    confirm_drops: bool = False  # drop however many tables' folders are gone
+    max_drop_share: float = DEFAULT_MAX_DROP_SHARE
+
+    def __post_init__(self) -> None:
+        checked_name(self.warehouse_name)  # before any table
+        if not (self.project_dir / "dbt_project.yml").is_file():
+            raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
+                              hint="run lakemirror in your dbt project's folder, or pass "
+                                   "--project-dir (LAKEMIRROR_PROJECT_DIR); `lakemirror init "
+                                   "DIR` creates a project")
+
+    @classmethod
+    def given(cls, landing_zone: ZoneLocation, warehouse: WarehouseLocation,
+              project_dir: Path | None = None, **options: Any) -> RunSettings:
+        """The settings for locations as given, their links resolved once; the project is the
+        one in the current directory by default, as for dbt. `options` are the other fields."""
+        return cls(landing_zone=landing_zone.resolve(),
+                   warehouse=local_warehouse(warehouse).resolve(),
+                   project_dir=(project_dir or Path.cwd()).resolve(), given_zone=landing_zone,
+                   given_warehouse=warehouse, **options)
+
+    @property
+    def layout(self) -> Warehouse:
+        """Where the warehouse keeps each of its tables."""
+        return Warehouse(self.warehouse)
+
+    @property
+    def warehouse_names(self) -> WarehouseName:
+        """How the warehouse's generated models list it (see codegen.warehouses)."""
+        given = self.given_warehouse
+        return warehouse_name(self.warehouse_name,
+                              given if given.resolve() == self.warehouse else self.warehouse)
