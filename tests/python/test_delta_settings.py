@@ -387,8 +387,8 @@ def test_reader_set_from_the_var_and_its_mistakes(tmp_path):
     assert ("model dbo__both: delta_features turn on deletionVectors, which delta-rs-pyarrow in "
             "lakemirror_readers cannot read; remove one or the other") in statuses["both"].error
 
-    service.settings = replace(service.settings, dbt_vars={})  # the default set: deletion
-    # vectors, unless the config says no
+    # the default set: deletion vectors, unless the config says no
+    service.settings = replace(service.settings, dbt_vars={})
     for table in ("New", "Opted_out"):
         zone.table(table, ["id"])
         publish(zone, table, 2 if table == "Opted_out" else 1, [2])
