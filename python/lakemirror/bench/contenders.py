@@ -62,8 +62,8 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 
     settings = RunSettings.given(zone, out / "warehouse", project, target=target, quiet=True)
     started = time.perf_counter()
-    with recorded_phases() as clock:
-        statuses = MirrorService(settings).run()
+    with recorded_phases() as (clock, timed_dbt):
+        statuses = MirrorService(settings, dbt=timed_dbt).run()
     (out / PHASES_FILE).write_text(json.dumps(clock.report(
         imports=started - STARTED, total=time.perf_counter() - started)))
     failed = [status for status in statuses if status.status != "replicating"]

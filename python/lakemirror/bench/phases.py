@@ -89,15 +89,17 @@ def _timed(clock: PhaseClock, phase: str, function: Callable[..., Any]) -> Calla
 
 
 @contextmanager
-def recorded_phases() -> Iterator[PhaseClock]:
-    """Within the block, time the run's phases into the clock it yields. dbt is imported by
-    the run's first dbt invocation, as without the clock (its import counts in `dbt_parse`),
-    and its runner then passes its events to the clock too."""
-    from lakemirror.run import build, ingest, models, record, scope
+def recorded_phases() -> Iterator[tuple[PhaseClock, Callable[..., Any]]]:
+    """Within the block, time the run's phases into the clock it yields, with the dbt invoker
+    to run the service with. dbt is imported by the run's first dbt invocation, as without
+    the clock (its import counts in `dbt_parse`), and its runner then passes its events to
+    the clock too."""
+    from lakemirror import service
+    from lakemirror.run import dbt as run_dbt
+    from lakemirror.run import ingest, models, record, scope
 
     clock = PhaseClock()
     stack = ExitStack()
-    original_invoke = getattr(build, "dbt_invoke")
 
     def invoke(*args: Any, **kwargs: Any) -> Any:
         clock.dbt_started()
@@ -108,20 +110,20 @@ def recorded_phases() -> Iterator[PhaseClock]:
             if not getattr(dbt_main.dbtRunner, "timed", False):
                 stack.enter_context(_wrapped(dbt_main, "dbtRunner", _timed_runner(
                     dbt_main.dbtRunner, clock)))
-            return original_invoke(*args, **kwargs)
+            return dbt_invoke(*args, **kwargs)
         finally:
             clock.add("dbt", time.perf_counter() - started)
 
+    dbt_invoke = run_dbt.invoke_dbt
     timed = [(scope, "discover_tables", "discovery"), (ingest, "ingest", "staging"),
-             (models, "generate_models", "staging"), (build, "embedded_engine", "engine_start"),
+             (models, "generate_models", "staging"), (run_dbt, "embedded_engine", "engine_start"),
              (record, "statuses", "bookkeeping"), (record, "record_run", "bookkeeping"),
-             (record, "maintain", "maintenance")]
+             (service, "maintain", "maintenance")]
     with stack:
         for module, name, phase in timed:
             stack.enter_context(_wrapped(module, name, _timed(clock, phase,
                                                               getattr(module, name))))
-        stack.enter_context(_wrapped(build, "dbt_invoke", invoke))
-        yield clock
+        yield clock, invoke
 
 
 def _timed_runner(runner: type, clock: PhaseClock) -> type:

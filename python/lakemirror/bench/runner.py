@@ -84,7 +84,8 @@ def run_bench(spec: BenchSpec, directory: Path, contenders: Sequence[str],
         progress(f"{name}: running")
         results.append(_run_contender(name, template / "LandingZone", workdir(directory, name),
                                       expected, change_rows))
-        progress(f"{name}: {results[-1].seconds:.2f} s, {results[-1].message}")
+        seconds = results[-1].seconds
+        progress(f"{name}: {'' if seconds is None else f'{seconds:.2f} s, '}{results[-1].message}")
     return BenchResult(spec, change_rows, tuple(results),
                        {name: table.num_rows for name, table in expected.items()})
 
