@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from lakemirror.build import close_connect_sessions, dbt_invoke
+from lakemirror.build import dbt_invoke
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.conflicts import classify_conflict
 from lakemirror.engine import (
     ChildEngine,
+    close_connect_sessions,
     EngineAddress,
+    RemoteServer,
     WatchedEngine,
     background_process,
     watchdog,
 )
-from lakemirror.errors import EngineCrashError
+from lakemirror.engine.connect import CONNECT_URL, connect_server
+from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.scope import Scope
@@ -85,22 +89,33 @@ def _rebuild_conflicts(service: MirrorService, nodes: list[NodeResult]) -> list[
 def dbt(service: MirrorService, command: str, *args: str,
         extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
     """Run a dbt command on the configured target (with `extra_vars` besides the service's
-    own), with a watched engine for `embedded`; raises EngineCrashError, carrying the
-    nodes dbt finished, when the engine was lost."""
+    own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
+    the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
+    the Connect server stopped answering (a cluster lakemirror cannot restart)."""
     env = {"LAKEMIRROR_WAREHOUSE": str(service.warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": service.warehouse_names.name}
     dbt_vars = {**service.dbt_vars, **(extra_vars or {})}
-    if service.target != "embedded":
+    engine: WatchedEngine
+    if service.target == "embedded":
+        address, engine = embedded_engine()
+        env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
+                "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        timeout = service.engine_timeout
+    elif service.target == "connect" and (remote := connect_server()) is not None:
+        engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
+    else:
         return _dbt_invoke(service, command, args, env, dbt_vars)
-    address, engine = embedded_engine()
-    env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
-            "LAKEMIRROR_ENGINE_PORT": str(address.port)}
-    with watchdog(engine, service.engine_timeout) as watch:
+    with watchdog(engine, timeout) as watch:
         nodes = _dbt_invoke(service, command, args, env, dbt_vars)
     if watch.reason is None:
         return nodes
     engine.kill()
     close_connect_sessions()  # a warm session would talk to the lost engine
+    if isinstance(engine, RemoteServer):
+        raise UnreachableServerError(
+            f"{engine.exit_reason()} while dbt worked on this run ({CONNECT_URL})",
+            hint="start the server again: the next run builds the tables this one left, and "
+                 "mirrors the files it staged")
     raise EngineCrashError(watch.reason, nodes=nodes, at=watch.at,
                            hint="the next run starts a fresh engine; if the same table "
                                 "brings it down again, run it alone with --table and "
