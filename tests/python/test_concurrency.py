@@ -404,3 +404,18 @@ def test_a_stale_batch_applied_after_a_newer_one_brings_no_row_back(zone, servic
     expected = apply_changes(files, ["id"])
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(
         [{"id": row["id"], "v": row["v"]} for row in expected])
+
+
+def test_the_log_of_mirror_batches_exists_before_dbt_builds_models_at_once(zone, service):
+    """Models built at once on a fresh warehouse must not create the log at the same moment
+    (on Spark the loser fails): ingest creates it, and the models' hooks only append to it."""
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    service.ingest_only()
+    log = service.warehouse / "_lakemirror" / "control" / "mirror_batches"
+    assert DeltaTable(str(log)).schema().to_arrow().names == [
+        "relation_name", "invocation_id", "kind", "batch_end", "recorded_at"]
+    assert [status.status for status in service.run()] == ["replicating"]
+    assert mirrored_rows(service.warehouse, "dbo", "customers") == as_multiset([{"id": 1, "v": "a"}])
+    operations = [entry["operation"] for entry in DeltaTable(str(log)).history()]
+    assert operations.count("CREATE TABLE") == 1 and "WRITE" in operations, operations
