@@ -139,6 +139,40 @@ def test_a_server_lost_mid_run_fails_the_run_and_the_process_exits_in_bounded_ti
     assert time.monotonic() - started < 90
 
 
+# A query on a lakemirror session whose server was killed, then the end of the process: the
+# query fails after its bounded retries, leaving a ReleaseExecute call queued in pyspark's
+# release threads, which the interpreter joins at exit.
+QUERY_A_LOST_SERVER = """
+import time
+from lakemirror.engine import ChildEngine, connect_session
+
+engine = ChildEngine()
+spark = connect_session(engine.address.url)
+spark.sql("select 1").collect()
+engine.kill()
+try:
+    spark.sql("select 2").collect()
+except Exception as error:
+    print("failed:", type(error).__name__)
+print("done at", time.monotonic(), flush=True)
+"""
+
+
+def test_a_query_on_a_lost_server_fails_and_the_process_exits_without_its_releases():
+    """With pyspark's own retries the query takes about ten minutes, and so does the exit;
+    lakemirror's sessions fail the query after LAKEMIRROR_CONNECT_TIMEOUT seconds, and the
+    exit drops the releases still queued (retried, they would take as long again)."""
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", QUERY_A_LOST_SERVER], capture_output=True,
+                         text=True, timeout=150, env={**os.environ,
+                                                      "LAKEMIRROR_CONNECT_TIMEOUT": "30"})
+    ended = time.monotonic()
+    assert run.returncode == 0 and "failed: RetriesExceeded" in run.stdout, run.stdout + run.stderr
+    done = float(run.stdout.rsplit("done at", 1)[1])  # time.monotonic: one clock for all processes
+    assert done - started < 60  # the query's retries: about 27 s
+    assert ended - done < 10  # the exit: the queued release would retry about 27 s more
+
+
 def test_an_unreachable_server_fails_the_run_in_bounded_time_naming_the_fix(tmp_path, zone):
     """Spark Connect's client would retry for about ten minutes without a word."""
     port = free_port()
