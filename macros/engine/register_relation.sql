@@ -1,7 +1,9 @@
 {#-- Post-hook: record the relation this node built in the relation registry, as it is: a table
      with its format and location, a view with its SQL (format 'view'). Writes only when the
-     entry is new or changed (a table that became a view, a view's new SQL), as every registry
-     commit conflicts with concurrent writers. Ephemeral models build nothing. --#}
+     entry is new or changed (a table that became a view, a view's new SQL): a new entry is a
+     blind append, which never conflicts with the other models registering theirs at the same
+     moment (on a fresh warehouse, all of them); a changed one a MERGE, which reads the
+     registry and so may conflict. Ephemeral models build nothing. --#}
 {% macro register_relation(relation=this) %}
     {{ return(adapter.dispatch('register_relation', 'lakemirror')(relation)) }}
 {% endmacro %}
@@ -22,7 +24,11 @@
     {%- endset -%}
     {%- set known = run_query('select location, coalesce(format, \'delta\'), definition from '
         ~ registry ~ ' where ' ~ key).rows -%}
-    {%- if known | length == 1 and known[0] | list == entry -%}
+    {%- set changed = [] -%}
+    {%- for row in known if row | list != entry -%}
+        {%- do changed.append(row) -%}
+    {%- endfor -%}
+    {%- if known | length > 0 and not changed -%}
         {{ return('') }}
     {%- endif -%}
     {%- set values = [] -%}
@@ -30,6 +36,10 @@
         {%- do values.append('null' if value is none
             else "'" ~ lakemirror._sql_escape(value) ~ "'") -%}
     {%- endfor -%}
+    {%- if known | length == 0 %}
+    insert into {{ registry }} (schema_name, table_name, location, format, definition)
+    values ({{ values | join(', ') }})
+    {%- else %}
     merge into {{ registry }} as registry
     using (
         select
@@ -45,6 +55,7 @@
     when not matched then insert (schema_name, table_name, location, format, definition)
         values (built.schema_name, built.table_name, built.location, built.format,
                 built.definition)
+    {%- endif %}
 {% endmacro %}
 
 {#-- [location, format, definition] of the relation the running node built. --#}

@@ -11,6 +11,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.node_result import NodeResult
@@ -141,11 +142,3 @@ def forget_warm_sessions() -> None:
     a kept session's catalog still lists a relation whose data went away."""
     _warm_warehouse[0] = None
 
-
-def close_connect_sessions() -> None:
-    """End dbt's Spark Connect session: the next invocation starts clean, like a new process."""
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession.getActiveSession() or SparkSession._default_session
-    if session is not None:
-        session.stop()

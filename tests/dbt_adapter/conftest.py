@@ -25,8 +25,12 @@ from dbt.cli.main import dbtRunner
 from dbt.tests.fixtures.project import *  # noqa: F401,F403 - dbt-tests-adapter's fixtures
 from dbt.tests.util import run_dbt, write_file
 
-from lakemirror.build import close_connect_sessions
-from lakemirror.engine import ChildEngine, prepare_spark_session, spark_unavailable
+from lakemirror.engine import (
+    ChildEngine,
+    close_connect_sessions,
+    prepare_spark_session,
+    spark_unavailable,
+)
 from lakemirror.engine.spark import make_delta_jars_absolute
 from lakemirror.project.templates import forwarding_macros, lakemirror_block
 

@@ -406,3 +406,24 @@ def test_a_stale_batch_applied_after_a_newer_one_brings_no_row_back(zone, servic
     expected = apply_changes(files, ["id"])
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         [{"id": row["id"], "v": row["v"]} for row in expected])
+
+
+def test_models_built_at_once_on_a_fresh_warehouse_never_write_a_shared_table_they_read(
+        zone, service):
+    """On a fresh warehouse every model creates and registers at once: ingest creates the log
+    of mirror batches (on Spark, two models creating it together fail one of them), and the
+    hooks only append to it and to the registry (a MERGE reads the table it writes, so two
+    at once conflict)."""
+    for table in ("Customers", "Orders"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    service.ingest_only()
+    control = service.warehouse / "_lakemirror" / "control"
+    assert DeltaTable(str(control / "mirror_batches")).schema().to_arrow().names == [
+        "relation_name", "invocation_id", "kind", "batch_end", "recorded_at"]
+    assert [status.status for status in service.run()] == ["replicating"] * 2
+    for table in ("customers", "orders"):
+        assert mirrored_rows(service.warehouse, "dbo", table) == as_multiset([{"id": 1, "v": "a"}])
+    for log in ("mirror_batches", "relations"):
+        operations = [entry["operation"] for entry in DeltaTable(str(control / log)).history()]
+        assert operations.count("CREATE TABLE") <= 1 and "MERGE" not in operations, operations

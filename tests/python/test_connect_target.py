@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from lakemirror.conflicts import ConflictKind
+from lakemirror.engine import ChildEngine
 from lakemirror.engine.spark import forget_tables
 from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
@@ -83,16 +84,93 @@ def test_a_zone_mirrors_exactly_with_the_default_threads_quietly(tmp_path, recwa
                 if "catalogImplementation" in str(warning.message)]
 
 
-def run_cli(tmp_path: Path, zone: Zone, **env: str) -> subprocess.CompletedProcess[str]:
-    """`lakemirror run` on the connect target in a new process, over a one-table zone."""
+def run_cli(tmp_path: Path, zone: Zone, command: list[str] | None = None,
+            **env: str) -> subprocess.CompletedProcess[str]:
+    """`lakemirror run` (or `command` given its arguments) on the connect target in a new
+    process, over a one-table zone."""
     zone.table("Customers", ["id"])
     zone.write("Customers", 1, BATCHES[0], SCHEMA)
     return subprocess.run(
-        [str(Path(sys.executable).parent / "lakemirror"), "run", "--target", "connect",
+        [*(command or [str(Path(sys.executable).parent / "lakemirror")]), "run", "--target", "connect",
          "--landing-zone", str(zone.root), "--warehouse", str(tmp_path / "wh"),
          "--project-dir", str(copy_project(tmp_path / "project"))],
         env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"), **env},
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=240)
+
+
+# `lakemirror run` with its Connect server killed when dbt starts a model (a dbt callback):
+# the server lost mid-run, after queries ran on it, with statements and releases under way.
+KILL_SERVER_MID_RUN = """
+import os, signal, sys
+from dbt.cli import main as dbt_main
+from lakemirror.cli import main
+
+runner = dbt_main.dbtRunner
+
+def killing_runner(*args, callbacks=(), **kwargs):
+    def kill(event):
+        if event.info.name == "NodeExecuting":
+            os.kill(int(os.environ["SERVER_PID"]), signal.SIGKILL)
+    return runner(*args, callbacks=[*callbacks, kill], **kwargs)
+
+dbt_main.dbtRunner = killing_runner
+sys.argv = ["lakemirror", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_server_lost_mid_run_fails_the_run_and_the_process_exits_in_bounded_time(
+        tmp_path, zone):
+    """pyspark's client would retry the lost server for about ten minutes in each statement,
+    then again at exit in its release threads (their ReleaseExecute calls). A Sail server stands
+    in for the cluster's Connect server; the bound is a hang detector, not a timing."""
+    server = ChildEngine()
+    started = time.monotonic()
+    try:
+        run = run_cli(tmp_path, zone, command=[sys.executable, "-c", KILL_SERVER_MID_RUN],
+                      LAKEMIRROR_CONNECT_URL=server.address.url, SERVER_PID=str(server.pid),
+                      LAKEMIRROR_CONNECT_TIMEOUT="5")
+    finally:
+        server.kill()
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert (f"the Spark Connect server at 127.0.0.1:{server.address.port} stopped accepting "
+            "connections while dbt worked on this run") in output, output
+    assert time.monotonic() - started < 90
+
+
+# A query on a lakemirror session whose server was killed, then the end of the process: the
+# query fails after its bounded retries, leaving a ReleaseExecute call queued in pyspark's
+# release threads, which the interpreter joins at exit.
+QUERY_A_LOST_SERVER = """
+import time
+from lakemirror.engine import ChildEngine, connect_session
+
+engine = ChildEngine()
+spark = connect_session(engine.address.url)
+spark.sql("select 1").collect()
+engine.kill()
+try:
+    spark.sql("select 2").collect()
+except Exception as error:
+    print("failed:", type(error).__name__)
+print("done at", time.monotonic(), flush=True)
+"""
+
+
+def test_a_query_on_a_lost_server_fails_and_the_process_exits_without_its_releases():
+    """With pyspark's own retries the query takes about ten minutes, and so does the exit;
+    lakemirror's sessions fail the query after LAKEMIRROR_CONNECT_TIMEOUT seconds, and the
+    exit drops the releases still queued (retried, they would take as long again)."""
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", QUERY_A_LOST_SERVER], capture_output=True,
+                         text=True, timeout=150, env={**os.environ,
+                                                      "LAKEMIRROR_CONNECT_TIMEOUT": "30"})
+    ended = time.monotonic()
+    assert run.returncode == 0 and "failed: RetriesExceeded" in run.stdout, run.stdout + run.stderr
+    done = float(run.stdout.rsplit("done at", 1)[1])  # time.monotonic: one clock for all processes
+    assert done - started < 60  # the query's retries: about 27 s
+    assert ended - done < 10  # the exit: the queued release would retry about 27 s more
 
 
 def test_an_unreachable_server_fails_the_run_in_bounded_time_naming_the_fix(tmp_path, zone):

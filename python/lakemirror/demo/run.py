@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
+from lakemirror.engine import connect_session
 from lakemirror.service import PROJECT_DIR, MirrorService, RunSettings, engine_address
 from lakemirror.status import to_text
 
@@ -43,11 +44,9 @@ def run_demo(directory: Path, *, echo: Callable[[str], None],
 
 
 def _sample_query(warehouse: Path) -> str:
-    from pyspark.sql import SparkSession
-
     sql = SAMPLE_QUERY.format(customers=warehouse / "dbo" / "customers",
                               order_lines=warehouse / "sales" / "orderlines")
-    spark = SparkSession.builder.remote(engine_address().url).getOrCreate()
+    spark = connect_session(engine_address().url)
     try:
         rows = spark.sql(sql).toArrow()
     finally:

@@ -1,6 +1,13 @@
-"""Spark engines: the embedded Sail server, how to reach it, and the watchdog over it; the
-in-process Apache Spark session of the `spark` target."""
+"""Spark engines: the embedded Sail server, how to reach it, and the watchdog over it; Spark
+Connect sessions that give up on a lost server; the in-process Apache Spark session of the
+`spark` target."""
 
+from lakemirror.engine.connect import (
+    RemoteServer,
+    close_connect_sessions,
+    connect_session,
+    server_address,
+)
 from lakemirror.engine.sail import (
     DEFAULT_PORT,
     BackgroundProcess,
@@ -15,6 +22,7 @@ from lakemirror.engine.spark import end_spark_session, prepare_spark_session, sp
 from lakemirror.engine.watchdog import DEFAULT_ENGINE_TIMEOUT, Watch, WatchedEngine, watchdog
 
 __all__ = ["DEFAULT_ENGINE_TIMEOUT", "DEFAULT_PORT", "BackgroundProcess", "ChildEngine",
-           "EngineAddress", "Watch", "WatchedEngine", "background_engine", "background_process",
-           "end_spark_session", "prepare_spark_session", "spark_unavailable", "start_background",
-           "stop_background", "watchdog"]
+           "EngineAddress", "RemoteServer", "Watch", "WatchedEngine", "background_engine",
+           "background_process", "close_connect_sessions", "connect_session",
+           "end_spark_session", "prepare_spark_session", "server_address", "spark_unavailable",
+           "start_background", "stop_background", "watchdog"]

@@ -6,28 +6,30 @@ word. dbt imports every installed `dbt_*` module and sets up the plugins it list
 connects (dbt-core's plugin manager): lakemirror's (`dbt_lakemirror`) checks there that the
 server answers, for targets marked in their server_side_parameters (`spark.lakemirror.engine`):
 `embedded` stops at once, naming `lakemirror engine start`; `connect` (a remote cluster) waits
-up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. The
+up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. It
+then makes the session dbt-spark connects with, whose retries are bounded (engine.connect). The
 plugin also silences the warning dbt-spark's session cursor makes pyspark print on every
 statement over Spark Connect (it cannot set spark.sql.catalogImplementation there)."""
 
 from __future__ import annotations
 
-import os
 import time
-import urllib.parse
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
+from lakemirror.engine.connect import (
+    CONNECT_TIMEOUT,
+    connect_session,
+    connect_timeout,
+    server_address,
+)
 from lakemirror.engine.sail import EngineAddress, answers, background_engine
 from lakemirror.errors import EngineError, UnreachableServerError
 
 ENGINE_MARK = "spark.lakemirror.engine"
-SPARK_CONNECT_PORT = 15002  # Spark Connect's port when the URL names none
-CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
-DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
 
@@ -39,14 +41,9 @@ def embedded_engine(parameters: Mapping[str, str]) -> EngineAddress | None:
 
 def marked_server(parameters: Mapping[str, str], mark: str) -> EngineAddress | None:
     """Where a target marked `mark` connects (its `spark.remote`), else None."""
-    remote = parameters.get("spark.remote", "")
-    if parameters.get(ENGINE_MARK) != mark or not remote.startswith("sc://"):
+    if parameters.get(ENGINE_MARK) != mark:
         return None
-    url = urllib.parse.urlparse("http" + remote.removeprefix("sc"))
-    try:
-        return EngineAddress(url.hostname or "localhost", url.port or SPARK_CONNECT_PORT)
-    except ValueError:  # not a port number: pyspark's own error says so
-        return None
+    return server_address(parameters.get("spark.remote", ""))
 
 
 def check_embedded_engine(parameters: Mapping[str, str]) -> None:
@@ -91,17 +88,6 @@ def check_connect_server(parameters: Mapping[str, str]) -> None:
         time.sleep(0.5)
 
 
-def connect_timeout() -> float:
-    """Seconds to wait for a `connect` target's server (LAKEMIRROR_CONNECT_TIMEOUT)."""
-    value = os.environ.get(CONNECT_TIMEOUT, "")
-    try:
-        return float(value) if value else DEFAULT_CONNECT_TIMEOUT
-    except ValueError:
-        raise EngineError(f"{CONNECT_TIMEOUT}={value!r} is not a number of seconds",
-                          hint=f"unset it (default {DEFAULT_CONNECT_TIMEOUT:g}) or give "
-                               "seconds") from None
-
-
 def quiet_session_cursor() -> None:
     """Silence pyspark's warning on each statement of dbt-spark's session cursor over Spark
     Connect, which asks for a Hive catalog the server's static settings fix."""
@@ -124,3 +110,5 @@ class EngineCheck(dbtPlugin):
         parameters = getattr(profile.credentials, "server_side_parameters", None) or {}
         check_embedded_engine(parameters)
         check_connect_server(parameters)
+        if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
+            connect_session(parameters["spark.remote"])

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from lakemirror.engine.connect import give_up
+
 DEFAULT_ENGINE_TIMEOUT = 3600.0
 _POLL_SECONDS = 0.1
 
@@ -52,7 +54,7 @@ def watchdog(engine: WatchedEngine, timeout: float) -> Iterator[Watch]:
             else:
                 continue
             watch.at = time.time()
-            stop_client_retries()
+            give_up()
             return
 
     thread = threading.Thread(target=run, name="lakemirror-engine-watchdog", daemon=True)
@@ -63,11 +65,3 @@ def watchdog(engine: WatchedEngine, timeout: float) -> Iterator[Watch]:
         done.set()
         thread.join()
 
-
-def stop_client_retries() -> None:
-    """Make this process's Spark Connect sessions give up on an unreachable server at once."""
-    from pyspark.sql.connect.session import SparkSession
-
-    for session in (SparkSession._default_session, SparkSession.getActiveSession()):
-        for policy in session.client.get_retry_policies() if session is not None else ():
-            policy.max_retries = 0

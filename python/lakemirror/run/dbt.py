@@ -1,19 +1,24 @@
-"""Running dbt for a run, on its target: with a watched engine for `embedded`."""
+"""Running dbt for a run, on its target: with a watched engine for `embedded`, and a watched
+server for `connect`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Protocol
 
-from lakemirror.build import close_connect_sessions, dbt_invoke
+from lakemirror.build import dbt_invoke
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
+    RemoteServer,
     WatchedEngine,
     background_process,
+    close_connect_sessions,
     watchdog,
 )
-from lakemirror.errors import EngineCrashError
+from lakemirror.engine.connect import CONNECT_URL, connect_server
+from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.run.settings import RunSettings
@@ -29,22 +34,33 @@ class Dbt(Protocol):
 def invoke_dbt(settings: RunSettings, command: str, *args: str,
                extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
     """Run a dbt command on the configured target (with `extra_vars` besides the settings'
-    own), with a watched engine for `embedded`; raises EngineCrashError, carrying the
-    nodes dbt finished, when the engine was lost."""
+    own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
+    the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
+    the Connect server stopped answering (a cluster lakemirror cannot restart)."""
     env = {"LAKEMIRROR_WAREHOUSE": str(settings.warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
     dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
-    if settings.target != "embedded":
+    engine: WatchedEngine
+    if settings.target == "embedded":
+        address, engine = embedded_engine()
+        env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
+                "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        timeout = settings.engine_timeout
+    elif settings.target == "connect" and (remote := connect_server()) is not None:
+        engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
+    else:
         return _dbt_invoke(settings, command, args, env, dbt_vars)
-    address, engine = embedded_engine()
-    env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
-            "LAKEMIRROR_ENGINE_PORT": str(address.port)}
-    with watchdog(engine, settings.engine_timeout) as watch:
+    with watchdog(engine, timeout) as watch:
         nodes = _dbt_invoke(settings, command, args, env, dbt_vars)
     if watch.reason is None:
         return nodes
     engine.kill()
     close_connect_sessions()  # a warm session would talk to the lost engine
+    if isinstance(engine, RemoteServer):
+        raise UnreachableServerError(
+            f"{engine.exit_reason()} while dbt worked on this run ({CONNECT_URL})",
+            hint="start the server again: the next run builds the tables this one left, and "
+                 "mirrors the files it staged")
     raise EngineCrashError(watch.reason, nodes=nodes, at=watch.at,
                            hint="the next run starts a fresh engine; if the same table "
                                 "brings it down again, run it alone with --table and "

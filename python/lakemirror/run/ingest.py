@@ -24,18 +24,21 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
+from lakemirror.staging.batches_log import create_mirror_batches
 from lakemirror.staging.lock import control_lock
 from lakemirror.table_outcome import failed_ingest
 
 
 def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable]
            ) -> list[IngestResult]:
-    """Stage new files of every table and register the staging tables."""
+    """Stage new files of every table, register the staging tables, and create the log of
+    mirror batches before dbt's threads would."""
     _record_partner(settings, log)
     layout = settings.layout
     control_damage = _control_damage(layout)
     ingested = [failed_ingest(table, control_damage, settings.warehouse) if control_damage
                 else _ingest_table(settings, log, table) for table in tables]
+    create_mirror_batches(layout)
     if register_relations(layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
              str(layout.staging_path(r.table.schema, r.table.name)))
