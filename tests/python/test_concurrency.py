@@ -418,12 +418,13 @@ def test_models_built_at_once_on_a_fresh_warehouse_never_write_a_shared_table_th
         zone.table(table, ["id"])
         zone.write(table, 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
     service.ingest_only()
-    control = service.warehouse / "_lakemirror" / "control"
+    control = service.settings.warehouse / "_lakemirror" / "control"
     assert DeltaTable(str(control / "mirror_batches")).schema().to_arrow().names == [
         "relation_name", "invocation_id", "kind", "batch_end", "recorded_at"]
     assert [status.status for status in service.run()] == ["replicating"] * 2
     for table in ("customers", "orders"):
-        assert mirrored_rows(service.warehouse, "dbo", table) == as_multiset([{"id": 1, "v": "a"}])
+        assert mirrored_rows(service.settings.warehouse, "dbo", table) == as_multiset(
+            [{"id": 1, "v": "a"}])
     for log in ("mirror_batches", "relations"):
         operations = [entry["operation"] for entry in DeltaTable(str(control / log)).history()]
         assert operations.count("CREATE TABLE") <= 1 and "MERGE" not in operations, operations
