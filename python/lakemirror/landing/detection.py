@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
@@ -30,7 +30,7 @@ class SequenceFile:
     """A change file and the sequence number it applies under."""
 
     sequence: int
-    path: Path
+    path: PurePath
     size: int = 0  # bytes, as listed
     mtime_ns: int = 0  # as listed
 
@@ -49,7 +49,7 @@ class StagedFiles:
 class Settling:
     """The file a table waits for only because it changed within the settle window."""
 
-    path: Path
+    path: PurePath
     seconds: float  # until it leaves the window, if it does not change again
 
 
@@ -59,7 +59,7 @@ class Detection:
     waits for (a gap, a file in flight), and warnings."""
 
     pending: list[SequenceFile]
-    staged_in_place: list[Path]
+    staged_in_place: list[PurePath]
     waiting_for: str | None = None
     blocked: int = 0  # files after a gap or a file in flight
     warnings: tuple[str, ...] = ()
@@ -148,7 +148,7 @@ def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: Staged
                                if entry.name in staged.names and entry.name != staged.newest])
 
 
-def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[Path]:
+def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[PurePath]:
     return [entry.path for number, entry in sorted(numbered.items())
             if number < staged.last_sequence]
 
@@ -179,7 +179,7 @@ def _split_number(name: str) -> tuple[str, str]:
     return (match.group(1), match.group(2) or "") if match else ("", name)
 
 
-def _misnamed(table: LandingTable, path: Path, number: str, suffix: str,
+def _misnamed(table: LandingTable, path: PurePath, number: str, suffix: str,
               suffixes: tuple[str, ...]) -> FileNameError:
     expected = f"20 digits + {' or '.join(suffixes)}"
     problem = (f"has {len(number)} digits instead of 20" if len(number) != 20

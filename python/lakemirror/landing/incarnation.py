@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lakemirror.errors import MetadataError
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import LandingZone, parse_json
+from lakemirror.landing.zone import LandingZone, ZoneDoor, parse_json
 
 MARKER = "_lakemirror.json"
 
@@ -45,12 +45,12 @@ def read_mark(table: LandingTable) -> FolderMark:
     return FolderMark(None, lost=table.door.entry(table.processed_folder) is not None)
 
 
-def read_incarnation(folder: Path, zone: LandingZone | None = None) -> str | None:
+def read_incarnation(folder: PurePath, zone: ZoneDoor | None = None) -> str | None:
     """The id in the folder's mark, read through `zone` (by default the folder's parent);
     None when the folder holds no mark. Raises a LandingZoneError when the mark cannot be
     read or is not lakemirror's."""
     path = folder / MARKER
-    data = (zone or LandingZone(folder.parent)).read_control(path)
+    data = (zone or LandingZone(Path(folder.parent))).read_control(path)
     if data is None:
         return None
     try:
@@ -75,7 +75,7 @@ def mark_incarnation(table: LandingTable, incarnation: str | None = None) -> str
     return incarnation
 
 
-def _garbled(path: Path, detail: str) -> MetadataError:
+def _garbled(path: PurePath, detail: str) -> MetadataError:
     return MetadataError(
         f"{MARKER} is not lakemirror's incarnation mark ({detail})", file=str(path),
         hint=f"delete {MARKER}: lakemirror writes it again when the folder has _ProcessedFiles/, "

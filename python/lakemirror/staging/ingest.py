@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -85,7 +85,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     detection = Detection([], [])
     staged_files = staged_rows = staged_bytes = 0
     warnings: list[str] = []
-    current: Path | None = None  # the file being staged
+    current: PurePath | None = None  # the file being staged
 
     def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
         pending = len(detection.pending) - staged_files + detection.blocked
@@ -132,7 +132,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     return result("replicating")
 
 
-def move_processed(table: LandingTable, staged_files: list[Path]) -> None:
+def move_processed(table: LandingTable, staged_files: list[PurePath]) -> None:
     """Move staged files to `_ProcessedFiles/`, stamped with the time of the move, from which
     retention counts (callers never pass the newest staged file). `_ProcessedFiles/` must be
     a real folder of the zone: a link there fails the table, and nothing is moved into it."""
