@@ -12,10 +12,15 @@ export LAKEMIRROR_DELTA_JARS := $(DELTA_JARS_FOLDER)
 endif
 endif
 
+# Azurite, Microsoft's Azure Storage emulator, for the object-store tests: from npm into the venv's
+# node folder, where tests/python/object_servers.py finds it (moto's S3 server is a dev extra).
+AZURITE_VERSION := 3.35.0
+
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node azurite@$(AZURITE_VERSION)
 	touch $@
 
 install: $(VENV)/.installed

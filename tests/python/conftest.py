@@ -17,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
+from lakemirror.build import _environment
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
@@ -161,3 +162,35 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip(f"Spark cluster skipped: {reason}")
     with start_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
         yield cluster
+
+
+def object_server(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A session's object-store server (tests/python/object_servers.py), with its environment
+    set for the session; skipped, with the reason, where the server is not installed (and so
+    failed under CI=true)."""
+    import object_servers
+
+    reason = object_servers.server_unavailable(kind)
+    if reason is not None:
+        pytest.skip(f"{kind} server skipped: {reason}")
+    start = object_servers.azurite_server if kind == "azurite" else object_servers.s3_server
+    with start(tmp_path_factory.mktemp(kind)) as server, _environment(server.environment):
+        yield server
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Azurite's blob service with container `lakemirror`, as an ObjectServer (az:// URLs)."""
+    yield from object_server("azurite", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """moto's S3 server with bucket `lakemirror`, as an ObjectServer (s3:// URLs)."""
+    yield from object_server("s3", tmp_path_factory)
+
+
+@pytest.fixture(params=["azurite", "s3"])
+def object_store_server(request: pytest.FixtureRequest) -> Any:
+    """Each object-store server in turn: parametrize a test over Azurite and moto's S3."""
+    return request.getfixturevalue(f"{request.param}_server")

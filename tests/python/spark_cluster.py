@@ -129,7 +129,7 @@ def wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], log:
     while not ready():
         if process.poll() is not None or time.monotonic() > deadline:
             tail = log.read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"test cluster: not ready ({what}); {log}:\n{tail}")
+            raise RuntimeError(f"not ready ({what}); {log}:\n{tail}")
         time.sleep(0.5)
 
 
