@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakemirror.codegen import WarehouseName, checked_name, configured_name, warehouse_name
 from lakemirror.conflicts import Backoff
@@ -13,6 +14,7 @@ from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.errors import ConfigError
 from lakemirror.idle import as_last_recorded, built_with, nothing_new, project_state, record_build
 from lakemirror.landing import LandingTable
+from lakemirror.landing.zone import ZoneDoor, open_zone
 from lakemirror.monitor import read_monitor, with_recorded_folders
 from lakemirror.node_result import NodeResult
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
@@ -25,6 +27,9 @@ from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
 
+if TYPE_CHECKING:
+    from lakemirror.storage.location import ObjectLocation
+
 __all__ = ["PROJECT_DIR", "MirrorService", "embedded_engine", "engine_address"]
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]  # the example project, in a source checkout
@@ -35,7 +40,7 @@ class MirrorService:
     """Mirrors one landing zone into one warehouse with one dbt project (by default the one in
     the current directory, as for dbt)."""
 
-    landing_zone: Path
+    landing_zone: Path | ObjectLocation
     warehouse: Path
     project_dir: Path = field(default_factory=Path.cwd)
     target: str = "embedded"
@@ -53,11 +58,14 @@ class MirrorService:
     max_drop_share: float = DEFAULT_MAX_DROP_SHARE
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
     given_warehouse: Path = field(init=False, repr=False)  # before links were resolved
-    given_zone: Path = field(init=False, repr=False)
+    given_zone: Path | ObjectLocation = field(init=False, repr=False)
+    zone: ZoneDoor = field(init=False, repr=False)  # the only door to the landing zone
 
     def __post_init__(self) -> None:
         self.given_zone = self.landing_zone
-        self.landing_zone = self.landing_zone.resolve()
+        if isinstance(self.landing_zone, Path):
+            self.landing_zone = self.landing_zone.resolve()
+        self.zone = open_zone(self.landing_zone)
         self.given_warehouse = self.warehouse
         self.warehouse = self.warehouse.resolve()
         self.project_dir = self.project_dir.resolve()

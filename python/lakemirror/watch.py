@@ -52,7 +52,7 @@ def watch(service: MirrorService, interval: float, stop: threading.Event,
     service.warm = True
     seen: Signature | None = None
     while not stop.is_set():
-        signature = zone_signature(service.landing_zone)
+        signature = zone_signature(service.zone)
         if signature != seen:
             seen = signature  # taken before the run: a file landing meanwhile runs it again
             on_run(service.run(tables))

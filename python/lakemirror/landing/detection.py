@@ -33,6 +33,7 @@ class SequenceFile:
     path: PurePath
     size: int = 0  # bytes, as listed
     mtime_ns: int = 0  # as listed
+    etag: str | None = None  # as listed (object stores only)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class Settling:
 @dataclass(frozen=True)
 class Detection:
     """New files in apply order, older staged files still in place (to move), what the table
-    waits for (a gap, a file in flight), and warnings."""
+    waits for (a gap, a file in flight), warnings, and every staged file still in the folder
+    (the newest too) as listed, to check that none changed since it was staged."""
 
     pending: list[SequenceFile]
     staged_in_place: list[PurePath]
@@ -64,6 +66,7 @@ class Detection:
     blocked: int = 0  # files after a gap or a file in flight
     warnings: tuple[str, ...] = ()
     settling: Settling | None = None  # when the file in flight is only settling
+    staged_listed: tuple[Entry, ...] = ()
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
@@ -122,16 +125,18 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
         elif digits and entry.kind != "folder":
             raise _misnamed(table, path, digits, suffix, suffixes)
     pending: list[SequenceFile] = []
+    listed = tuple(entry for number, entry in sorted(numbered.items())
+                   if number <= staged.last_sequence)
     expected = staged.last_sequence + 1
     for number in sorted(n for n in numbered if n > staged.last_sequence):
         if number != expected:
             blocked = len([n for n in numbered if n > expected])
             return Detection(pending, _in_place(numbered, staged),
-                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked)
-        pending.append(SequenceFile(number, numbered[number].path, numbered[number].size,
-                                    numbered[number].mtime_ns))
+                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked,
+                             staged_listed=listed)
+        pending.append(_sequence_file(number, numbered[number]))
         expected += 1
-    return Detection(pending, _in_place(numbered, staged))
+    return Detection(pending, _in_place(numbered, staged), staged_listed=listed)
 
 
 def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
@@ -142,10 +147,15 @@ def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: Staged
         _require_file(table, entry)
     new = sorted((entry for entry in files if entry.name not in staged.names),
                  key=lambda entry: (entry.mtime_ns, entry.name))
-    pending = [SequenceFile(staged.last_sequence + index, entry.path, entry.size, entry.mtime_ns)
+    pending = [_sequence_file(staged.last_sequence + index, entry)
                for index, entry in enumerate(new, 1)]
     return Detection(pending, [entry.path for entry in files
-                               if entry.name in staged.names and entry.name != staged.newest])
+                               if entry.name in staged.names and entry.name != staged.newest],
+                     staged_listed=tuple(entry for entry in files if entry.name in staged.names))
+
+
+def _sequence_file(sequence: int, entry: Entry) -> SequenceFile:
+    return SequenceFile(sequence, entry.path, entry.size, entry.mtime_ns, entry.etag)
 
 
 def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[PurePath]:

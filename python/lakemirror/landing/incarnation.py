@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from lakemirror.errors import MetadataError
+from lakemirror.errors import MetadataError, ZoneAccessError
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.zone import LandingZone, ZoneDoor, parse_json
 
@@ -64,15 +64,24 @@ def read_incarnation(folder: PurePath, zone: ZoneDoor | None = None) -> str | No
 
 
 def mark_incarnation(table: LandingTable, incarnation: str | None = None) -> str:
-    """Write the folder's incarnation id (a new one unless given) atomically; returns it."""
+    """Mark the folder, which has no mark, with its incarnation id (a new one unless given),
+    created atomically and only if absent (a conditional put on an object store), so two
+    runners cannot both mark it; returns the id the folder carries then (the other runner's,
+    when it was first)."""
     incarnation = incarnation or uuid.uuid4().hex
-    table.door.write_control(table.folder / MARKER, json.dumps({
+    path = table.folder / MARKER
+    created = table.door.create_control(path, json.dumps({
         "incarnation": incarnation,
         "note": "written by lakemirror: the id of this table folder's incarnation. A new "
                 "folder (without this file and without _ProcessedFiles/) is mirrored from "
                 "scratch"},
         indent=2).encode("utf-8"))
-    return incarnation
+    found = incarnation if created else read_incarnation(table.folder, table.door)
+    if found is None:
+        raise ZoneAccessError(f"{MARKER} appeared and vanished while lakemirror marked the "
+                              "folder", table=table.qualified_name, file=str(path),
+                              hint="another process deletes it: stop it, then run again")
+    return found
 
 
 def _garbled(path: PurePath, detail: str) -> MetadataError:

@@ -121,7 +121,7 @@ class ObjectZone:
         """The zone at an object-store location."""
         from lakemirror.storage.location import open_store
 
-        return cls(open_store(location), location.prefix, location.url)
+        return cls(open_store(location), "", location.url)  # the store is rooted at the prefix
 
     def entries(self, folder: PurePath) -> list[Entry]:
         """The folder's objects and folders by name; a name that is both is `special`."""

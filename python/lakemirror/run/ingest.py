@@ -113,6 +113,6 @@ def _record_partner(service: MirrorService) -> None:
     try:
         with control_lock(service.warehouse, timeout=service.lock_timeout,
                           progress=service.progress):
-            record_partner_events(service.landing_zone, service.layout)
+            record_partner_events(service.zone, service.layout)
     except (LandingZoneError, OSError, ValueError) as error:  # informational only
         service.warn(str(error))

@@ -25,11 +25,11 @@ def locked_scope(service: MirrorService, selected: Sequence[str]
     landing zone's tables as found once the locks are held (a folder that lost its name to
     a history model failing), and the scope; record the zone's binding after the run."""
     service.run_warnings = []
-    known = [table.qualified_name for table in discover_tables(service.landing_zone)]
+    known = [table.qualified_name for table in discover_tables(service.zone)]
     zone = zone_identity(service.given_zone)
-    check_binding(zone, service.landing_zone, service.warehouse,
+    check_binding(zone, service.zone, service.warehouse,
                   rebind=service.rebind_landing_zone)
-    if hidden := hidden_entries(service.landing_zone):
+    if hidden := hidden_entries(service.zone):
         shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
         service.warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
                      f"starting with '.' are never tables): {shown}")
@@ -37,7 +37,7 @@ def locked_scope(service: MirrorService, selected: Sequence[str]
     scope = resolve_scope(selected, known)
     with table_locks(service.warehouse, sorted(scope.names), timeout=service.lock_timeout,
                      progress=service.progress):
-        yield without_history_clashes(discover_tables(service.landing_zone),
+        yield without_history_clashes(discover_tables(service.zone),
                                       staged_tables(service.layout)), scope
     _record_binding(service, zone)
 
