@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
@@ -163,22 +163,15 @@ class ObjectZone:
     def open(self, path: PurePath) -> ObjectFile:
         """The object at `path`, open for reading; an object that is also a folder is
         refused."""
-        import obstore
-
-        found = self._object(path)
-        key = self._key(path)
-        reader = self._call(lambda: obstore.open_reader(self.store, key, size=found.size),
-                            path, "read")
-        return ObjectFile(reader, cast(ObjectPath, path), found.size)
+        return self._reader(self._object(path))
 
     def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
         """A small control object's bytes (at most `limit`, read in chunks); None when there
         is no such object."""
-        try:
-            opened = self.open(path)
-        except FileNotFoundError:
+        found = self.entry(path)
+        if found is None:
             return None
-        return read_control_file(opened, limit)
+        return read_control_file(self._reader(self._checked(found)), limit)
 
     def write_control(self, path: PurePath, data: bytes) -> None:
         """Put a control object whole (a put is atomic)."""
@@ -233,12 +226,23 @@ class ObjectZone:
         found = self.entry(path)
         if found is None:
             raise _gone(path)
+        return self._checked(found)
+
+    def _checked(self, found: Entry) -> Entry:
+        """`found`, which must be an object and not also a folder."""
         if found.kind != "file":
             raise unsafe_entry(found, "an object")
-        if self._holds_objects(path):
-            raise unsafe_entry(Entry(path, "special", BOTH_KINDS, found.size, found.mtime_ns),
-                               "an object")
+        if self._holds_objects(found.path):
+            raise unsafe_entry(replace(found, kind="special", what=BOTH_KINDS), "an object")
         return found
+
+    def _reader(self, found: Entry) -> ObjectFile:
+        import obstore
+
+        key = self._key(found.path)
+        reader = self._call(lambda: obstore.open_reader(self.store, key, size=found.size),
+                            found.path, "read")
+        return ObjectFile(reader, cast(ObjectPath, found.path), found.size)
 
     def _holds_objects(self, path: PurePath) -> bool:
         """Whether any object lies under `path` as a folder (one listing page)."""
