@@ -63,11 +63,9 @@ class ObjectServer:
 
     def store(self, prefix: str = "") -> Any:
         """An obstore store on `prefix`, for a test to write or read objects directly."""
-        from obstore.store import from_url
+        from lakemirror.storage import open_store, parse_location
 
-        client = {key: value for key, value in self.options.items() if key == "allow_http"}
-        config = {key: value for key, value in self.options.items() if key not in client}
-        return from_url(self.url(prefix), config=config, client_options=client)
+        return open_store(parse_location(self.url(prefix), self.options))
 
 
 def server_unavailable(kind: str) -> str | None:

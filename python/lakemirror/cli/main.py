@@ -6,20 +6,47 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from lakemirror.bench.cli import bench
 from lakemirror.errors import DEBUG_VARIABLE, ConfigError, LakemirrorError
+from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
     from lakemirror.status import TableStatus
+    from lakemirror.storage import ObjectLocation
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 PATH = click.Path(path_type=Path, file_okay=False)
+
+
+class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
+    """A folder (checked as PATH) or an object-store URL, parsed and its store opened once, so
+    a bad URL or storage option fails before any work, naming the option."""
+
+    name = "path|url"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path | ObjectLocation:
+        from lakemirror.storage import ObjectLocation, open_store, parse_location
+
+        if isinstance(value, (Path, ObjectLocation)):
+            return value
+        try:
+            location = parse_location(value)
+            if isinstance(location, Path):
+                return cast(Path, PATH.convert(value, param, ctx))  # path_type=Path
+            open_store(location)
+        except ConfigError as error:
+            self.fail(str(error), param, ctx)
+        return location
+
+
+LOCATION = LocationType()
 
 
 class ErrorBoundary(click.Group):
@@ -34,12 +61,12 @@ class ErrorBoundary(click.Group):
         except LakemirrorError as error:
             if ctx.meta.get("debug"):
                 raise
-            click.secho(f"error: {error}", fg="red", err=True)
+            click.secho(f"error: {redact(str(error))}", fg="red", err=True)
             sys.exit(error.exit_code)
         except Exception as error:
             if ctx.meta.get("debug"):
                 raise
-            click.secho(f"error: unexpected {type(error).__name__}: {error} Fix: run again "
+            click.secho(f"error: unexpected {type(error).__name__}: {redact(str(error))} Fix: run again "
                         "with --debug to see the traceback, and report it", fg="red", err=True)
             sys.exit(1)
 
@@ -58,8 +85,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def mirror_options(command: Command) -> Command:
     """Options shared by `run` and `ingest`."""
     for option in reversed([
-        click.option("--landing-zone", type=PATH, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
-                     help="Landing zone folder [env LAKEMIRROR_LANDING_ZONE]."),
+        click.option("--landing-zone", type=LOCATION, required=True,
+                     envvar="LAKEMIRROR_LANDING_ZONE",
+                     help="Landing zone: a folder, or a OneLake, ADLS, S3 or GCS URL "
+                          "[env LAKEMIRROR_LANDING_ZONE]."),
         click.option("--warehouse", type=PATH, required=True, envvar="LAKEMIRROR_WAREHOUSE",
                      help="Warehouse folder for Delta tables [env LAKEMIRROR_WAREHOUSE]."),
         click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
@@ -105,7 +134,7 @@ def mirror_options(command: Command) -> Command:
 @click.option("--watch", "watch_interval", type=click.FloatRange(min=0.05), default=None,
               metavar="SECONDS", help="Keep running: check the zone every SECONDS and mirror "
                                       "again when a file lands (warm engine, parsed project).")
-def run(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
+def run(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None, target: str,
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
         engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
         as_json: bool, watch_interval: float | None) -> None:
@@ -155,7 +184,7 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
 
 @cli.command()
 @mirror_options
-def ingest(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
+def ingest(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None, target: str,
            retention_days: float, tables: tuple[str, ...], lock_timeout: float,
            engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
            as_json: bool) -> None:
@@ -378,11 +407,16 @@ def status() -> None:
     sys.exit(0 if address else 1)
 
 
-def _service(landing_zone: Path, warehouse: Path, project_dir: Path | None, target: str,
-             retention_days: float, lock_timeout: float, engine_timeout: float,
+def _service(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None,
+             target: str, retention_days: float, lock_timeout: float, engine_timeout: float,
              quiet: bool, *, rebind: bool, confirm_drops: bool,
              max_drop_share: float) -> MirrorService:
     from lakemirror.service import MirrorService
+
+    if not isinstance(landing_zone, Path):
+        raise ConfigError(f"landing zone {landing_zone}: mirroring a zone in object storage is "
+                          "not available in this version", hint="copy the zone to a local folder "
+                          "and pass its path, or use a lakemirror that mirrors object storage")
 
     progress = (lambda message: None) if quiet else (lambda m: click.echo(m, err=True))
     return MirrorService(landing_zone, warehouse, project_dir or Path.cwd(), target,
