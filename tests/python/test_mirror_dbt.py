@@ -14,7 +14,8 @@ import lakemirror.staging.ingest as ingest_module
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import Zone, as_multiset, mirrored_rows
+from zone_kinds import KINDS, Published, published_zone  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +29,9 @@ def data_rows(rows):
     return [{name: value for name, value in row.items() if name != M} for row in rows]
 
 
-def test_contract_examples_update_and_key_change(zone, service):
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_contract_examples_update_and_key_change(published_zone, tmp_path):
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Employees", ["EmployeeID"])
     files = [
         [{"EmployeeID": "E0001", "EmployeeLocation": "Redmond", M: 0},
@@ -49,7 +52,9 @@ def test_contract_examples_update_and_key_change(zone, service):
         {"EmployeeID": "E0003", "EmployeeLocation": "Seattle"}])
 
 
-def test_semantics_edge_cases_match_reference(zone, service):
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_semantics_edge_cases_match_reference(published_zone, tmp_path):
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Sales.schema/Pairs", ["a", "b"])
     files = [
         [{"a": 1, "b": "x", "v": 1, M: 0}, {"a": 1, "b": "x", "v": 2, M: 0},  # duplicate insert
@@ -110,8 +115,10 @@ def test_crash_after_merge_before_bookkeeping_reapplies_safely(zone, service):
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
-def test_crash_after_staging_before_moving_files(zone, service, monkeypatch):
-    folder = zone.table("T", ["a", "b"])
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_crash_after_staging_before_moving_files(published_zone, tmp_path, monkeypatch):
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
+    zone.table("T", ["a", "b"])
     files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 1, "b": "x", "v": 2, M: 1}]]
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, PAIR)
@@ -126,7 +133,8 @@ def test_crash_after_staging_before_moving_files(zone, service, monkeypatch):
     [status] = service.run()
     assert status.status == "replicating" and status.last_sequence == 2
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"a": 1, "b": "x", "v": 2}])
-    assert [p.name for p in folder.glob("*.parquet")] == ["00000000000000000002.parquet"]
+    assert [name for name in published_zone.names("T") if name.endswith(".parquet")] == [
+        "00000000000000000002.parquet"]
 
 
 def test_failed_table_does_not_stop_others(zone, service):
@@ -148,10 +156,13 @@ changes = st.lists(
 
 @settings(max_examples=5, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("kind", KINDS)
 @given(files=st.lists(changes, min_size=2, max_size=4), split=st.integers(1, 3))
-def test_random_change_streams_match_reference(files, split):
+def test_random_change_streams_match_reference(request, kind, files, split):
+    server = None if kind == "local" else request.getfixturevalue(f"{kind}_server")
     with tempfile.TemporaryDirectory() as directory:
-        zone, service = mirror_setup(Path(directory))
+        published = Published(Zone(Path(directory) / "LandingZone"), server)
+        zone, service = published.zone, published.service(Path(directory))
         zone.table("T", ["a", "b"])
         for sequence, rows in enumerate(files, 1):
             zone.write("T", sequence, rows, PAIR)

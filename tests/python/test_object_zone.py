@@ -21,66 +21,20 @@ import pytest
 from deltalake import DeltaTable
 
 from conftest import Zone
+from zone_kinds import KINDS, Published
 from lakemirror.errors import UnsafeEntryError
 from lakemirror.landing import discover_tables
 from lakemirror.landing.incarnation import MARKER, mark_incarnation
 from lakemirror.landing.object_zone import ObjectPath, ObjectZone
-from lakemirror.landing.zone import LandingZone, ZoneDoor
 from lakemirror.reference import ROW_MARKER
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.ingest import IngestResult
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())])
-KINDS = ["local", "azurite", "s3"]
 
 
 class Crash(BaseException):
     """A process killed at this point: nothing catches it, as nothing catches a kill."""
-
-
-class Published:
-    """A zone written on disk and published where lakemirror reads it."""
-
-    def __init__(self, zone: Zone, server: Any | None) -> None:
-        self.zone, self.server = zone, server
-        self.prefix = server.fresh_prefix() if server else ""
-        self.store = server.store(self.prefix) if server else None
-        self.sent: set[Path] = set()
-        zone.root.mkdir(parents=True, exist_ok=True)
-
-    @property
-    def door(self) -> ZoneDoor:
-        if self.server is None:
-            return LandingZone(self.zone.root)
-        return ObjectZone(self.store, "", self.server.url(self.prefix))
-
-    def publish(self) -> None:
-        """Upload each file written on disk since the last call (objects stay as lakemirror
-        leaves them: moved files are not uploaded again)."""
-        if self.store is None:
-            return
-        for path in sorted(self.zone.root.rglob("*")):
-            if path.is_file() and path not in self.sent:
-                obstore.put(self.store, path.relative_to(self.zone.root).as_posix(),
-                            path.read_bytes())
-                self.sent.add(path)
-
-    def put(self, key: str, data: bytes) -> None:
-        """Write one file or object as a publisher would, now."""
-        if self.store is None:
-            target = self.zone.root / key
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        else:
-            obstore.put(self.store, key, data)
-
-    def names(self, folder: str) -> list[str]:
-        """The names of the files in a folder of the zone (none when it has none)."""
-        door = self.door
-        path = door.root / folder
-        if door.entry(path) is None:
-            return []
-        return [entry.name for entry in door.entries(path) if entry.kind == "file"]
 
 
 @pytest.fixture(params=KINDS)
