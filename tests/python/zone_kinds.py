@@ -6,6 +6,7 @@ object storage mirrors exactly what the same zone on disk mirrors."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from lakemirror.landing.zone import ZoneDoor, open_zone
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 from lakemirror.storage import ObjectLocation, parse_location
+from lakemirror.storage.options import OPTIONS_VARIABLE
 
 KINDS = ["local", "azurite", "s3"]
 
@@ -39,6 +41,13 @@ class Published:
         location = parse_location(self.server.url(self.prefix), self.server.options)
         assert isinstance(location, ObjectLocation)
         return location
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a lakemirror process needs in its environment to read the zone."""
+        if self.server is None:
+            return {}
+        return {OPTIONS_VARIABLE: json.dumps(dict(self.server.options))}
 
     @property
     def door(self) -> ZoneDoor:
