@@ -30,7 +30,7 @@ class Published:
         self.zone, self.server = zone, server
         self.prefix = server.fresh_prefix() if server else ""
         self.store = server.store(self.prefix) if server else None
-        self.sent: set[Path] = set()
+        self.sent: dict[Path, tuple[int, int]] = {}  # size and time of each file uploaded
         zone.root.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -62,15 +62,17 @@ class Published:
         return service
 
     def publish(self) -> None:
-        """Upload each file written on disk since the last call (objects stay as lakemirror
-        leaves them: moved files are not uploaded again)."""
+        """Upload each file written or rewritten on disk since the last call, oldest first
+        (objects stay as lakemirror leaves them: moved files are not uploaded again)."""
         if self.store is None:
             return
-        for path in sorted(self.zone.root.rglob("*")):
-            if path.is_file() and path not in self.sent:
+        files = [path for path in self.zone.root.rglob("*") if path.is_file()]
+        for path in sorted(files, key=lambda path: (path.stat().st_mtime_ns, path)):
+            stamp = (path.stat().st_size, path.stat().st_mtime_ns)
+            if self.sent.get(path) != stamp:
                 obstore.put(self.store, path.relative_to(self.zone.root).as_posix(),
                             path.read_bytes())
-                self.sent.add(path)
+                self.sent[path] = stamp
 
     def put(self, key: str, data: bytes) -> None:
         """Write one file or object as a publisher would, now."""
