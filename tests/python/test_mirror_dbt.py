@@ -4,6 +4,7 @@ compared row for row with the reference model."""
 import tempfile
 from pathlib import Path
 
+import obstore
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -135,6 +136,35 @@ def test_crash_after_staging_before_moving_files(published_zone, tmp_path, monke
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"a": 1, "b": "x", "v": 2}])
     assert [name for name in published_zone.names("T") if name.endswith(".parquet")] == [
         "00000000000000000002.parquet"]
+
+
+@pytest.mark.parametrize("published_zone", ["azurite", "s3"], indirect=True)
+def test_a_crash_between_a_moves_copy_and_delete_applies_each_file_once(
+        published_zone, tmp_path, monkeypatch):
+    """Object stores move a file as copy + delete: killed in between, the file is in the table
+    folder and in _ProcessedFiles/; the next run moves it again and stages it no second time
+    (inserts of one key would show it: each insert adds a row)."""
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
+    zone.table("T", ["a", "b"])
+    files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 2, "b": "y", "v": 2, M: 0}],
+             [{"a": 1, "b": "x", "v": 3, M: 0}]]
+    for sequence, rows in enumerate(files, 1):
+        zone.write("T", sequence, rows, PAIR)
+
+    def crash(*args):
+        raise KeyboardInterrupt("killed between the copy and the delete")
+
+    monkeypatch.setattr(obstore, "delete", crash)
+    with pytest.raises(KeyboardInterrupt):
+        service.run()
+    monkeypatch.undo()
+    assert "00000000000000000001.parquet" in published_zone.names("T/_ProcessedFiles")
+    assert "00000000000000000001.parquet" in published_zone.names("T")
+    [status] = service.run()
+    assert (status.status, status.last_sequence) == ("replicating", 3), status.error
+    expected = apply_changes(files, ["a", "b"])
+    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
+    assert "00000000000000000001.parquet" not in published_zone.names("T")
 
 
 def test_failed_table_does_not_stop_others(zone, service):
