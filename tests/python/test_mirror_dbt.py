@@ -116,50 +116,42 @@ def test_crash_after_merge_before_bookkeeping_reapplies_safely(zone, service):
     assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
-@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
-def test_crash_after_staging_before_moving_files(published_zone, tmp_path, monkeypatch):
-    zone, service = published_zone.zone, published_zone.service(tmp_path)
-    zone.table("T", ["a", "b"])
-    files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 1, "b": "x", "v": 2, M: 1}]]
-    for sequence, rows in enumerate(files, 1):
-        zone.write("T", sequence, rows, PAIR)
-
-    def crash(*args):
-        raise KeyboardInterrupt("killed after staging")
-
-    monkeypatch.setattr(ingest_module, "move_processed", crash)
-    with pytest.raises(KeyboardInterrupt):
-        service.run()
-    monkeypatch.undo()
-    [status] = service.run()
-    assert status.status == "replicating" and status.last_sequence == 2
-    assert mirrored_rows(service.warehouse, "dbo", "t") == as_multiset([{"a": 1, "b": "x", "v": 2}])
-    assert [name for name in published_zone.names("T") if name.endswith(".parquet")] == [
-        "00000000000000000002.parquet"]
+CRASHES = [*((kind, "after staging, before the move") for kind in KINDS),
+           *((kind, "between the copy and the delete") for kind in ("azurite", "s3"))]
 
 
-@pytest.mark.parametrize("published_zone", ["azurite", "s3"], indirect=True)
-def test_a_crash_between_a_moves_copy_and_delete_applies_each_file_once(
-        published_zone, tmp_path, monkeypatch):
-    """Object stores move a file as copy + delete: killed in between, the file is in the table
-    folder and in _ProcessedFiles/; the next run moves it again and stages it no second time
-    (inserts of one key would show it: each insert adds a row)."""
+@pytest.mark.parametrize("published_zone, crash_point", CRASHES, indirect=["published_zone"])
+def test_a_crash_during_a_move_applies_each_file_once(published_zone, crash_point, tmp_path,
+                                                      monkeypatch):
+    """Killed once file 2 is staged, while file 1 moves to _ProcessedFiles/: before the move,
+    or (object stores move by copy + delete) with file 1 in both folders. The next run moves
+    it and applies no file twice (inserts of one key would show it: each adds a row)."""
     zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("T", ["a", "b"])
     files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 2, "b": "y", "v": 2, M: 0}],
              [{"a": 1, "b": "x", "v": 3, M: 0}]]
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, PAIR)
+    move_processed = ingest_module.move_processed
+
+    def crash_before_moving(table, paths):
+        if paths:
+            raise KeyboardInterrupt(f"killed {crash_point}")
+        return move_processed(table, paths)
 
     def crash(*args):
-        raise KeyboardInterrupt("killed between the copy and the delete")
+        raise KeyboardInterrupt(f"killed {crash_point}")
 
-    monkeypatch.setattr(obstore, "delete", crash)
+    if crash_point == "after staging, before the move":
+        monkeypatch.setattr(ingest_module, "move_processed", crash_before_moving)
+    else:
+        monkeypatch.setattr(obstore, "delete", crash)
     with pytest.raises(KeyboardInterrupt):
         service.run()
     monkeypatch.undo()
-    assert "00000000000000000001.parquet" in published_zone.names("T/_ProcessedFiles")
     assert "00000000000000000001.parquet" in published_zone.names("T")
+    assert ("00000000000000000001.parquet" in published_zone.names("T/_ProcessedFiles")) == (
+        crash_point == "between the copy and the delete")
     [status] = service.run()
     assert (status.status, status.last_sequence) == ("replicating", 3), status.error
     expected = apply_changes(files, ["a", "b"])
