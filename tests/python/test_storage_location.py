@@ -88,8 +88,8 @@ def test_a_local_path_stays_a_path_made_absolute(tmp_path, monkeypatch):
     (f"{ONELAKE}/Sales", "names no workspace and item", "/<workspace>/<item>/Files/LandingZone"),
     (f"{ONELAKE}/Sales/Orders/Files/LandingZone", "item 'Orders' lacks its type",
      "Orders.MirroredDatabase"),
-    (f"{ONELAKE}/Sales/{ITEM}/Files/LandingZone", "gives the item by GUID but the workspace by name",
-     "give both by GUID"),
+    (f"{ONELAKE}/Sales/{ITEM}/Files/LandingZone",
+     "gives the item by GUID but the workspace by name", "give both by GUID"),
     ("s3://my-bucket/zone?versionId=3", "query string that is not an Azure SAS token",
      "storage options"),
 ])

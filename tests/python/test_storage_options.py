@@ -18,7 +18,8 @@ from lakemirror.storage.options import OPTIONS_FILE_VARIABLE, OPTIONS_VARIABLE
 STANDARD_VARIABLES = {
     "s3": {"endpoint": "AWS_ENDPOINT", "allow_http": "AWS_ALLOW_HTTP", "region": "AWS_REGION",
            "access_key_id": "AWS_ACCESS_KEY_ID", "secret_access_key": "AWS_SECRET_ACCESS_KEY",
-           "conditional_put": "AWS_CONDITIONAL_PUT", "copy_if_not_exists": "AWS_COPY_IF_NOT_EXISTS"},
+           "conditional_put": "AWS_CONDITIONAL_PUT",
+           "copy_if_not_exists": "AWS_COPY_IF_NOT_EXISTS"},
     "azurite": {"use_emulator": "AZURE_STORAGE_USE_EMULATOR",
                 "account_name": "AZURE_STORAGE_ACCOUNT_NAME",
                 "account_key": "AZURE_STORAGE_ACCOUNT_KEY"},
@@ -68,7 +69,8 @@ def test_url_scoped_options_apply_under_their_prefix_the_longest_last(monkeypatc
     assert configured_options("s3://zone-bucket/erp/LandingZone") == {
         "region": "us-east-2", "allow_http": "true", "max_retries": "3", "aws_profile": "erp"}
     assert configured_options("s3://zone-bucket-2/x")["region"] == "eu-west-1"
-    assert parse_location("abfss://landing@acct.dfs.core.windows.net/z").options["account_key"] == "k"
+    azure = parse_location("abfss://landing@acct.dfs.core.windows.net/z")
+    assert azure.options["account_key"] == "k"
     assert "account_key" not in parse_location("az://landing/z").options
 
 

@@ -66,8 +66,9 @@ class ErrorBoundary(click.Group):
         except Exception as error:
             if ctx.meta.get("debug"):
                 raise
-            click.secho(f"error: unexpected {type(error).__name__}: {redact(str(error))} Fix: run again "
-                        "with --debug to see the traceback, and report it", fg="red", err=True)
+            click.secho(f"error: unexpected {type(error).__name__}: {redact(str(error))} Fix: run "
+                        "again with --debug to see the traceback, and report it", fg="red",
+                        err=True)
             sys.exit(1)
 
 
@@ -184,8 +185,8 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
 
 @cli.command()
 @mirror_options
-def ingest(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None, target: str,
-           retention_days: float, tables: tuple[str, ...], lock_timeout: float,
+def ingest(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None,
+           target: str, retention_days: float, tables: tuple[str, ...], lock_timeout: float,
            engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
            as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""

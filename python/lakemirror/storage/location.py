@@ -1,8 +1,9 @@
 """Where a landing zone (or a warehouse) lives: a local folder, or a URL in OneLake, ADLS Gen2 /
 Blob storage, S3 or GCS, parsed once into a checked `ObjectLocation`.
 
-The URL forms are the ones the ecosystem writes: OneLake's (`https://onelake.dfs.fabric.microsoft.com/
-<workspace>/<item>/...`, `abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/...`), ADLS's
+The URL forms are the ones the ecosystem writes: OneLake's
+(`https://onelake.dfs.fabric.microsoft.com/<workspace>/<item>/...`,
+`abfss://<workspace>@onelake.dfs.fabric.microsoft.com/<item>/...`), ADLS's
 `abfss://`, `az://`, `azure://` and `https://<account>.blob|dfs.core.windows.net/`, `s3://` and
 `s3a://`, `gs://`. The store itself comes from obstore (the Rust `object_store` crate that delta-rs
 and Sail use), so URLs and credentials mean the same to the zone, staging and the engine. The
@@ -176,9 +177,9 @@ def _scheme_parts(parts: SplitResult, kind: Kind, shown: str) -> tuple[str, str 
         elif match:
             account = match[1]
         else:
-            raise ConfigError(f"storage URL {shown}: {host!r} is not an Azure Storage or OneLake "
-                              "host", hint="write abfss://<container>@<account>.dfs.core.windows.net"
-                                           "/<path>")
+            raise ConfigError(
+                f"storage URL {shown}: {host!r} is not an Azure Storage or OneLake host",
+                hint="write abfss://<container>@<account>.dfs.core.windows.net/<path>")
     bucket = unquote(netloc)
     if not bucket:
         raise ConfigError(f"storage URL {shown} names no container or bucket",
