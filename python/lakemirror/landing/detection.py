@@ -17,7 +17,8 @@ from pathlib import PurePath
 
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
-from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.incarnation import MARKER
+from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
 from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
 from lakemirror.landing.zone import Entry, unsafe_entry
 
@@ -166,6 +167,10 @@ def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[PurePath]
 def _entries(table: LandingTable, listing: list[Entry]) -> list[Entry]:
     """The table folder's entries by name, but lakemirror's and the contract's `_` ones and
     hidden `.` ones; a partition folder fails the table."""
+    control = [entry for entry in listing
+               if entry.name in (METADATA_FILE, MARKER) and entry.kind == "special"]
+    if control:  # a FIFO there fails reading it; on an object store, an object and a folder
+        raise unsafe_entry(control[0], "a regular file", table=table.qualified_name)
     entries = [entry for entry in listing if not entry.name.startswith(("_", "."))]
     partitions = [entry.name for entry in entries
                   if entry.kind == "folder" and PARTITION_FOLDER.fullmatch(entry.name)]

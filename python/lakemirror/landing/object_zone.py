@@ -27,8 +27,10 @@ from lakemirror.landing.zone import (
     BOTH_KINDS,
     CONTROL_FILE_LIMIT,
     Entry,
+    _CHUNK,
     _gone,
-    read_control_file,
+    control_too_large,
+    read_bounded,
     unsafe_entry,
 )
 
@@ -166,12 +168,24 @@ class ObjectZone:
         return self._reader(self._object(path))
 
     def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
-        """A small control object's bytes (at most `limit`, read in chunks); None when there
-        is no such object."""
-        found = self.entry(path)
-        if found is None:
+        """A small control object's bytes (at most `limit`, streamed in chunks, one request);
+        None when there is no such object (a folder there is refused). An object that is also
+        a folder is refused by the listing of its table (`detection`), not here."""
+        import obstore
+
+        key = self._key(path)
+        try:
+            result = self._call(lambda: obstore.get(self.store, key), path, "read")
+        except FileNotFoundError:
+            if self._holds_objects(path):
+                raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
             return None
-        return read_control_file(self._reader(self._checked(found)), limit)
+        data = None if result.meta["size"] > limit else self._call(
+            lambda: read_bounded((bytes(piece) for piece in result.stream(_CHUNK)), limit),
+            path, "read")
+        if data is None:
+            raise control_too_large(path, limit)
+        return data
 
     def write_control(self, path: PurePath, data: bytes) -> None:
         """Put a control object whole (a put is atomic)."""

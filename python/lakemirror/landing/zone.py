@@ -313,11 +313,14 @@ def read_control_file(opened: ZoneFile, limit: int) -> bytes:
     with opened:
         data = read_bounded(chunks(opened), limit) if opened.size <= limit else None
     if data is None:
-        path = opened.path
-        raise UnsafeEntryError(
-            f"{path.name} is larger than {limit} bytes, too large for a control file",
-            file=str(path), hint=f"write {path.name} with only the keys it needs")
+        raise control_too_large(opened.path, limit)
     return data
+
+
+def control_too_large(path: PurePath, limit: int) -> UnsafeEntryError:
+    return UnsafeEntryError(
+        f"{path.name} is larger than {limit} bytes, too large for a control file",
+        file=str(path), hint=f"write {path.name} with only the keys it needs")
 
 
 def _link(source: str, target: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
