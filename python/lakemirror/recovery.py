@@ -4,7 +4,7 @@ back by hand (`lakemirror restore`), and by itself when its folder comes back.""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 from lakemirror.errors import ConfigError, LakemirrorError, MassDropError, RestoreError
 from lakemirror.landing import LandingTable, discover_tables
@@ -106,8 +106,8 @@ def _adopt_folder(copy: DroppedCopy, zone: PurePath | ZoneDoor) -> None:
              if table.qualified_name == copy.qualified_name and table.problem is None]
     if not found:
         raise RestoreError(
-            f"the landing zone {as_door(zone).root} has no folder for {copy.qualified_name}: the next run "
-            "would drop the restored table again", table=copy.qualified_name,
+            f"the landing zone {as_door(zone).root} has no folder for {copy.qualified_name}: "
+            "the next run would drop the restored table again", table=copy.qualified_name,
             hint="put the table's folder back first (a folder that still holds its "
                  f"{MARKER} comes back by itself on the next run)")
     [table] = found

@@ -132,9 +132,9 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
     for number in sorted(n for n in numbered if n > staged.last_sequence):
         if number != expected:
             blocked = len([n for n in numbered if n > expected])
+            missing = sequence_file_name(expected, suffixes[0])
             return Detection(pending, _in_place(numbered, staged),
-                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked,
-                             staged_listed=listed)
+                             f"waiting for missing file {missing}", blocked, staged_listed=listed)
         pending.append(_sequence_file(number, numbered[number]))
         expected += 1
     return Detection(pending, _in_place(numbered, staged), staged_listed=listed)

@@ -7,8 +7,9 @@ the publisher. The staging table is the positive signal of what was staged: a st
 in place (a crash between staging and its move, or, on an object store, between the move's copy
 and its delete) is moved by the next run, never staged again. On an object store each commit
 also records the file's size and ETag, and a staged file still in place that no longer matches
-them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone is read, and files are moved, only through its door
-(`landing.zone`); whatever fails, the table fails with a typed error, never a traceback.
+them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone
+is read, and files are moved, only through its door (`landing.zone`); whatever fails, the table
+fails with a typed error, never a traceback.
 """
 
 from __future__ import annotations
