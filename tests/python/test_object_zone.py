@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from lakemirror.landing.object_zone import ObjectPath, ObjectZone
 from lakemirror.reference import ROW_MARKER
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.ingest import IngestResult
+from lakemirror.staging.retention import purge_processed
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())])
 
@@ -261,3 +263,23 @@ def test_hostile_keys_fail_their_table_only(s3_server: Any, zone: Zone, tmp_path
     assert EXPECTED[hostile][1] in (bad.error or "")
     assert [meta["path"] for batch in obstore.list(neighbour) for meta in batch] == [
         "Bad/00000000000000000001.parquet"]
+
+
+def test_retention_purges_processed_files_under_the_prefix_only(
+        published: Published, tmp_path: Path) -> None:
+    published.zone.table("T", ["id"])
+    write_files(published, range(1, 4))
+    if published.server is not None:  # a look-alike prefix beside the zone's
+        neighbour = published.server.store(f"{published.prefix}-outside")
+        obstore.put(neighbour, "T/_ProcessedFiles/00000000000000000001.parquet", b"not ours")
+    ingest_all(published, tmp_path)
+    (table,) = discover_tables(published.door)
+    assert purge_processed(table, 1.0) == []  # moved just now: kept
+    purged = purge_processed(table, 1.0, now=time.time() + 2 * 86_400)
+    assert sorted(path.name for path in purged) == [
+        "00000000000000000001.parquet", "00000000000000000002.parquet"]
+    assert published.names("T/_ProcessedFiles") == []
+    assert "00000000000000000003.parquet" in published.names("T")
+    if published.server is not None:
+        assert [meta["path"] for batch in obstore.list(neighbour) for meta in batch] == [
+            "T/_ProcessedFiles/00000000000000000001.parquet"]
