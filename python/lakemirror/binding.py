@@ -14,16 +14,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 from lakemirror.errors import LakemirrorError, ZoneBindingError
 from lakemirror.landing.discovery import ALL_TABLES, PROCESSED_FOLDER, discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
-from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone import ZoneDoor, as_door
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.storage.warehouse import warehouse_storage
+
+if TYPE_CHECKING:
+    from lakemirror.storage.location import ObjectLocation
 
 RECORD = Path("_lakemirror") / "landing_zone.json"
 REBIND_FLAG = "--rebind-landing-zone (LAKEMIRROR_REBIND_LANDING_ZONE=1)"
@@ -51,8 +55,11 @@ class Binding:
     tables: Mapping[str, str] = field(default_factory=dict)
 
 
-def zone_identity(given: Path) -> ZoneIdentity:
-    return ZoneIdentity(str(given), str(given.resolve()))
+def zone_identity(given: Path | ObjectLocation) -> ZoneIdentity:
+    """The zone's identity: a folder as given and resolved; a URL (as shown, no secrets)."""
+    if isinstance(given, Path):
+        return ZoneIdentity(str(given), str(given.resolve()))
+    return ZoneIdentity(given.url, given.url)
 
 
 def read_binding(warehouse: Path) -> Binding | None:
@@ -109,7 +116,7 @@ def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
     write_binding(warehouse.root, Binding(zone, tables))
 
 
-def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
+def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse: Path, *,
                   rebind: bool = False) -> None:
     """Refuse a run that looks like a mistake, before it writes anything: a landing zone that
     is a warehouse, a warehouse that is a landing zone (both: the folders swapped), or, unless
@@ -136,7 +143,8 @@ def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
                                 f"{REBIND_FLAG}")
 
 
-def _refusal(zone: ZoneIdentity, zone_root: Path, bound: Binding, warehouse: Path) -> str:
+def _refusal(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, bound: Binding,
+             warehouse: Path) -> str:
     where = (f"the warehouse {warehouse} mirrors the landing zone {bound.zone.given} "
              f"({bound.zone.resolved}), not {zone.given} ({zone.resolved})")
     if zone.inside(bound.zone):
@@ -152,7 +160,7 @@ def _refusal(zone: ZoneIdentity, zone_root: Path, bound: Binding, warehouse: Pat
     return where
 
 
-def zone_marks(zone_root: Path) -> dict[str, str]:
+def zone_marks(zone_root: PurePath | ZoneDoor) -> dict[str, str]:
     """The incarnation id of each of the zone's marked tables ('schema.table'); unreadable
     marks are left out (this only names a likely cause in an error)."""
     marks = {}
@@ -172,11 +180,11 @@ def zone_marks(zone_root: Path) -> dict[str, str]:
     return marks
 
 
-def looks_like_warehouse(folder: Path) -> bool:
+def looks_like_warehouse(folder: PurePath | ZoneDoor) -> bool:
     """Whether `folder` holds what only a lakemirror warehouse holds."""
-    door = LandingZone(folder)
+    door = as_door(folder)
     try:
-        return any(door.entry(folder / sign) is not None for sign in WAREHOUSE_SIGNS)
+        return any(door.entry(door.root / sign) is not None for sign in WAREHOUSE_SIGNS)
     except LakemirrorError:  # the run reports an unreadable zone itself
         return False
 

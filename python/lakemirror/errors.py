@@ -83,6 +83,12 @@ class UnsafeEntryError(LandingZoneError):
     file. Links are never followed, so nothing outside the zone is ever read or written."""
 
 
+class ChangedFileError(LandingZoneError):
+    """A published change file changed after lakemirror staged it (another size or ETag):
+    applying it again or ignoring it would both be wrong, so its table stops until it is
+    put right."""
+
+
 class ZoneAccessError(LandingZoneError):
     """The landing zone refuses a read or write lakemirror needs: permission denied, a read-only
     file system, or an entry that vanished meanwhile."""

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -15,7 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.delta.rows import query_table, read_control_table
 from lakemirror.errors import LandingZoneError
-from lakemirror.landing.zone import LandingZone, parse_json
+from lakemirror.landing.zone import LandingZone, ZoneDoor, as_door, parse_json
 from lakemirror.staging.layout import Warehouse
 from lakemirror.status import TableStatus
 
@@ -147,9 +147,10 @@ def read_partner(warehouse: Warehouse) -> PartnerInfo | None:
     return PartnerInfo(**rows[0]) if rows else None
 
 
-def record_partner_events(zone: Path, warehouse: Warehouse) -> PartnerInfo | None:
+def record_partner_events(zone: PurePath | ZoneDoor, warehouse: Warehouse) -> PartnerInfo | None:
     """Validate the zone's `_partnerEvents.json` and record it; None when there is none."""
-    info = parse_partner_events(zone / PARTNER_EVENTS_FILE)
+    door = as_door(zone)
+    info = parse_partner_events(door.root / PARTNER_EVENTS_FILE, door)
     if info is not None and read_partner(warehouse) != info:
         write_deltalake(str(warehouse.control_path("partner")),
                         pa.Table.from_pylist([asdict(info)], schema=PARTNER_SCHEMA),
@@ -157,7 +158,7 @@ def record_partner_events(zone: Path, warehouse: Warehouse) -> PartnerInfo | Non
     return info
 
 
-def parse_partner_events(path: Path) -> PartnerInfo | None:
+def parse_partner_events(path: PurePath, door: ZoneDoor | None = None) -> PartnerInfo | None:
     """What `_partnerEvents.json` at the zone root (`path`) says; None when there is none. It
     is read through the zone's door: a link, FIFO or oversized file is an error, not read.
     As the SDKs write it: keys in any case, versions as strings or numbers, and any
@@ -166,7 +167,7 @@ def parse_partner_events(path: Path) -> PartnerInfo | None:
         return LandingZoneError(f"{PARTNER_EVENTS_FILE}: {message}", file=str(path),
                                 hint='write {"partnerName": "...", "sourceInfo": '
                                      '{"sourceType": "...", "sourceVersion": "..."}}')
-    data = LandingZone(path.parent).read_control(path)
+    data = (door or LandingZone(Path(path.parent))).read_control(path)
     if data is None:
         return None
     try:

@@ -4,12 +4,13 @@ back by hand (`lakemirror restore`), and by itself when its folder comes back.""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.errors import ConfigError, LakemirrorError, MassDropError, RestoreError
 from lakemirror.landing import LandingTable, discover_tables
 from lakemirror.landing.discovery import ALL_TABLES, NAME, staging_table_name
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
+from lakemirror.landing.zone import ZoneDoor, as_door
 from lakemirror.staging.dropped import DroppedCopy, dropped_copies, restore_copy
 from lakemirror.staging.layout import STAGING_SCHEMA, Warehouse
 from lakemirror.staging.registry import register_relations
@@ -59,7 +60,7 @@ def heal(tables: Sequence[LandingTable], warehouse: Warehouse, *,
     return restored
 
 
-def restore_table(warehouse: Warehouse, name: str, zone: Path | None) -> DroppedCopy:
+def restore_table(warehouse: Warehouse, name: str, zone: PurePath | ZoneDoor | None) -> DroppedCopy:
     """Bring back the newest dropped copy of `name` ('schema.table'). Its folder in the
     `zone` (when known) must be there: one without a mark is marked as the copy's
     incarnation, so the next run goes on from it; one with another mark is refused."""
@@ -98,15 +99,15 @@ def bring_back(warehouse: Warehouse, copy: DroppedCopy) -> None:
                                    if warehouse.storage.exists(warehouse.key(path))])
 
 
-def _adopt_folder(copy: DroppedCopy, zone: Path) -> None:
+def _adopt_folder(copy: DroppedCopy, zone: PurePath | ZoneDoor) -> None:
     """Check the copy's folder in the zone, and mark it as the copy's incarnation when it has
     no mark yet."""
     found = [table for table in discover_tables(zone)
              if table.qualified_name == copy.qualified_name and table.problem is None]
     if not found:
         raise RestoreError(
-            f"the landing zone {zone} has no folder for {copy.qualified_name}: the next run "
-            "would drop the restored table again", table=copy.qualified_name,
+            f"the landing zone {as_door(zone).root} has no folder for {copy.qualified_name}: "
+            "the next run would drop the restored table again", table=copy.qualified_name,
             hint="put the table's folder back first (a folder that still holds its "
                  f"{MARKER} comes back by itself on the next run)")
     [table] = found

@@ -7,12 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
 from lakemirror.landing.readiness import settle_seconds
-from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone import ZoneDoor, as_door
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
@@ -20,13 +20,13 @@ Signature = frozenset[tuple[str, int, int, bool]]
 TABLE_DEPTH = 2  # <Table>/ or <Schema>.schema/<Table>/
 
 
-def zone_signature(landing_zone: Path) -> Signature:
+def zone_signature(landing_zone: PurePath | ZoneDoor) -> Signature:
     """Name, modification time, size and whether it settled (see `readiness`) of every entry
     in the zone's table folders (not in their `_ProcessedFiles` and other `_` or `.` folders,
     nor the incarnation mark lakemirror writes itself): it changes when a file lands, and when
     a file a table waits for settles. Listed through the zone's door, so a link is seen as
     itself and never followed."""
-    door = LandingZone(landing_zone)
+    door = as_door(landing_zone)
     window_ns, now_ns = settle_seconds() * 1e9, time.time_ns()
     entries = set()
     folders = [(door.root, 0)]
@@ -53,7 +53,7 @@ def watch(service: MirrorService, interval: float, stop: threading.Event,
     service.settings = replace(service.settings, warm=True)
     seen: Signature | None = None
     while not stop.is_set():
-        signature = zone_signature(service.settings.landing_zone)
+        signature = zone_signature(service.settings.zone)
         if signature != seen:
             seen = signature  # taken before the run: a file landing meanwhile runs it again
             on_run(service.run(tables))

@@ -21,6 +21,7 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
 from conftest import REPO, as_multiset, copy_project, mirrored_rows
+from zone_kinds import KINDS, published_zone  # noqa: F401 (a fixture)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -53,14 +54,18 @@ def test_missing_option_is_a_usage_error():
 
 
 @pytest.mark.slow
-def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_json_status_and_exit_code_one_when_a_table_fails(published_zone, tmp_path):
+    zone = published_zone.zone
     zone.table("Good", ["id"])
     zone.table("Sales.schema/Bad", ["id"])
     zone.table("Late", ["id"])
     zone.write("Good", 1, [{"id": 1, "v": "a", M: 0}, {"id": 1, "v": "b", M: 1}], SCHEMA)
     zone.write("Sales.schema/Bad", 1, [{"id": 1, "v": "a", M: 5}], SCHEMA)
     zone.write("Late", 2, [{"id": 1, "v": "a", M: 0}], SCHEMA)
-    env = {"LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh")}
+    published_zone.publish()
+    env = {"LAKEMIRROR_LANDING_ZONE": str(published_zone.location),
+           "LAKEMIRROR_WAREHOUSE": str(tmp_path / "wh"), **published_zone.environment}
     result = run_cli("run", "--json", "--project-dir", str(copy_project(tmp_path / "project")),
                      env=env)
     assert result.exit_code == 1
@@ -74,6 +79,11 @@ def test_json_status_and_exit_code_one_when_a_table_fails(zone, tmp_path):
     assert "__rowMarker__=5" in tables["sales", "bad"]["error"]
     assert tables["dbo", "late"]["status"] == "waiting"
     assert "00000000000000000001.parquet" in tables["dbo", "late"]["error"]
+    shown = run_cli("status", "--json", env=env)
+    assert {(t["schema"], t["table"]): t["status"] for t in json.loads(shown.stdout)["tables"]} \
+        == {name: table["status"] for name, table in tables.items()}
+    inspected = run_cli("inspect", "dbo.good", "--json", env=env)
+    assert inspected.exit_code == 0 and '"table": "dbo.good"' in inspected.output
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ compared row for row with the reference model."""
 import tempfile
 from pathlib import Path
 
+import obstore
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -14,7 +15,8 @@ import lakemirror.staging.ingest as ingest_module
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import Zone, as_multiset, mirrored_rows
+from zone_kinds import KINDS, Published, published_zone  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +30,9 @@ def data_rows(rows):
     return [{name: value for name, value in row.items() if name != M} for row in rows]
 
 
-def test_contract_examples_update_and_key_change(zone, service):
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_contract_examples_update_and_key_change(published_zone, tmp_path):
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Employees", ["EmployeeID"])
     files = [
         [{"EmployeeID": "E0001", "EmployeeLocation": "Redmond", M: 0},
@@ -49,7 +53,9 @@ def test_contract_examples_update_and_key_change(zone, service):
         {"EmployeeID": "E0003", "EmployeeLocation": "Seattle"}])
 
 
-def test_semantics_edge_cases_match_reference(zone, service):
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_semantics_edge_cases_match_reference(published_zone, tmp_path):
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Sales.schema/Pairs", ["a", "b"])
     files = [
         [{"a": 1, "b": "x", "v": 1, M: 0}, {"a": 1, "b": "x", "v": 2, M: 0},  # duplicate insert
@@ -112,24 +118,48 @@ def test_crash_after_merge_before_bookkeeping_reapplies_safely(zone, service):
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
-def test_crash_after_staging_before_moving_files(zone, service, monkeypatch):
-    folder = zone.table("T", ["a", "b"])
-    files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 1, "b": "x", "v": 2, M: 1}]]
+CRASHES = [*((kind, "after staging, before the move") for kind in KINDS),
+           *((kind, "between the copy and the delete") for kind in ("azurite", "s3"))]
+
+
+@pytest.mark.parametrize("published_zone, crash_point", CRASHES, indirect=["published_zone"])
+def test_a_crash_during_a_move_applies_each_file_once(published_zone, crash_point, tmp_path,
+                                                      monkeypatch):
+    """Killed once file 2 is staged, while file 1 moves to _ProcessedFiles/: before the move,
+    or (object stores move by copy + delete) with file 1 in both folders. The next run moves
+    it and applies no file twice (inserts of one key would show it: each adds a row)."""
+    zone, service = published_zone.zone, published_zone.service(tmp_path)
+    zone.table("T", ["a", "b"])
+    files = [[{"a": 1, "b": "x", "v": 1, M: 0}], [{"a": 2, "b": "y", "v": 2, M: 0}],
+             [{"a": 1, "b": "x", "v": 3, M: 0}]]
     for sequence, rows in enumerate(files, 1):
         zone.write("T", sequence, rows, PAIR)
+    move_processed = ingest_module.move_processed
+
+    def crash_before_moving(table, paths):
+        if paths:
+            raise KeyboardInterrupt(f"killed {crash_point}")
+        return move_processed(table, paths)
 
     def crash(*args):
-        raise KeyboardInterrupt("killed after staging")
+        raise KeyboardInterrupt(f"killed {crash_point}")
 
-    monkeypatch.setattr(ingest_module, "move_processed", crash)
+    if crash_point == "after staging, before the move":
+        monkeypatch.setattr(ingest_module, "move_processed", crash_before_moving)
+    else:
+        monkeypatch.setattr(obstore, "delete", crash)
     with pytest.raises(KeyboardInterrupt):
         service.run()
     monkeypatch.undo()
+    assert "00000000000000000001.parquet" in published_zone.names("T")
+    assert ("00000000000000000001.parquet" in published_zone.names("T/_ProcessedFiles")) == (
+        crash_point == "between the copy and the delete")
     [status] = service.run()
-    assert status.status == "replicating" and status.last_sequence == 2
-    assert (mirrored_rows(service.settings.warehouse, "dbo", "t")
-            == as_multiset([{"a": 1, "b": "x", "v": 2}]))
-    assert [p.name for p in folder.glob("*.parquet")] == ["00000000000000000002.parquet"]
+    assert (status.status, status.last_sequence) == ("replicating", 3), status.error
+    expected = apply_changes(files, ["a", "b"])
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
+        data_rows(expected))
+    assert "00000000000000000001.parquet" not in published_zone.names("T")
 
 
 def test_failed_table_does_not_stop_others(zone, service):
@@ -151,10 +181,13 @@ changes = st.lists(
 
 @settings(max_examples=5, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("kind", KINDS)
 @given(files=st.lists(changes, min_size=2, max_size=4), split=st.integers(1, 3))
-def test_random_change_streams_match_reference(files, split):
+def test_random_change_streams_match_reference(request, kind, files, split):
+    server = None if kind == "local" else request.getfixturevalue(f"{kind}_server")
     with tempfile.TemporaryDirectory() as directory:
-        zone, service = mirror_setup(Path(directory))
+        published = Published(Zone(Path(directory) / "LandingZone"), server)
+        zone, service = published.zone, published.service(Path(directory))
         zone.table("T", ["a", "b"])
         for sequence, rows in enumerate(files, 1):
             zone.write("T", sequence, rows, PAIR)

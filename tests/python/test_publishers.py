@@ -26,7 +26,8 @@ from deltalake import DeltaTable
 from lakemirror.delta.rows import read_table
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import mirror_setup
+from conftest import Zone
+from zone_kinds import KINDS, Published
 
 pd = pytest.importorskip("pandas", reason="pandas is a dev dependency (pip install -e '.[dev]')")
 duckdb = pytest.importorskip("duckdb", reason="duckdb is a dev dependency")
@@ -235,10 +236,15 @@ GUID_FILES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def mirrored(tmp_path_factory):
-    """The zone after the initial files and after the changes, and each run's statuses."""
-    zone, service = mirror_setup(tmp_path_factory.mktemp("publishers"))
+@pytest.fixture(scope="module", params=KINDS)
+def mirrored(request, tmp_path_factory):
+    """The zone after the initial files and after the changes, and each run's statuses; the
+    zone on disk, in Azurite and in S3."""
+    root = tmp_path_factory.mktemp("publishers")
+    server = None if request.param == "local" else request.getfixturevalue(
+        f"{request.param}_server")
+    published = Published(Zone(root / "LandingZone"), server)
+    zone, service = published.zone, published.service(root)
     publish(zone, 0)
     first = {status.table: status for status in service.run()}
     publish(zone, 1)

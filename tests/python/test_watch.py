@@ -17,6 +17,7 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.watch import zone_signature
 
 from conftest import Zone, as_multiset, copy_project, fail_if_hung, mirror_setup, mirrored_rows
+from zone_kinds import KINDS, published_zone  # noqa: F401 (a fixture)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -71,24 +72,28 @@ def wait_for(condition, seconds=90):
 
 
 @pytest.mark.slow
-def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path):
-    zone = Zone(tmp_path / "LandingZone")
+@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path, published_zone):
+    zone = published_zone.zone
     zone.table("T", ["id"])
     files = [[{"id": 1, "v": "a", M: 0}, {"id": 2, "v": "b", M: 0}],
              [{"id": 1, "v": "a2", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 3, "v": "c", M: 0}]]
     zone.write("T", 1, files[0], SCHEMA)
+    published_zone.publish()
     warehouse, project = tmp_path / "warehouse", copy_project(tmp_path / "project")
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "lakemirror"), "run", "--watch", "0.1", "--json",
-         "--landing-zone", str(zone.root), "--warehouse", str(warehouse),
+         "--landing-zone", str(published_zone.location), "--warehouse", str(warehouse),
          "--project-dir", str(project)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home")})
+        env={**os.environ, **published_zone.environment,
+             "LAKEMIRROR_HOME": str(tmp_path / "home")})
     try:
         table = warehouse / "dbo" / "t"
         wait_for(lambda: DeltaTable.is_deltatable(str(table)))
         version = DeltaTable(str(table)).version()
         zone.write("T", 2, files[1], SCHEMA)
+        published_zone.publish()
         wait_for(lambda: DeltaTable(str(table)).version() > version)
         assert mirrored_rows(warehouse, "dbo", "t") == as_multiset(
             [{"id": r["id"], "v": r["v"]} for r in apply_changes(files, ["id"])])

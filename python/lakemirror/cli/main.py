@@ -273,10 +273,12 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
     """Bring back a dropped table (its newest copy in the warehouse's dropped area); the next
     run generates its model again and goes on from it. Without SCHEMA.TABLE, list the copies."""
     from lakemirror.binding import read_binding
+    from lakemirror.landing.zone import open_zone
     from lakemirror.recovery import restore_table
     from lakemirror.staging import Warehouse
     from lakemirror.staging.dropped import dropped_copies
     from lakemirror.staging.lock import table_locks
+    from lakemirror.storage import parse_location
 
     layout = Warehouse(warehouse.resolve())
     if table is None:
@@ -289,8 +291,8 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
     table = table.lower()  # as mirrored tables are named
     with table_locks(layout.root, [table], timeout=lock_timeout,
                      progress=lambda message: click.echo(message, err=True)):
-        copy = restore_table(layout, table,
-                             Path(binding.zone.resolved) if binding is not None else None)
+        copy = restore_table(layout, table, None if binding is None else
+                             open_zone(parse_location(binding.zone.resolved)))
     click.echo(f"restored {copy.qualified_name} (incarnation {copy.incarnation}, "
                f"{copy.reason} on {copy.dropped_on}); the next run builds its model again")
 
@@ -432,10 +434,6 @@ def _service(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: 
     from lakemirror.run.log import silent
     from lakemirror.service import MirrorService, RunSettings
 
-    if not isinstance(landing_zone, Path):
-        raise ConfigError(f"landing zone {landing_zone}: mirroring a zone in object storage is "
-                          "not available in this version", hint="copy the zone to a local folder "
-                          "and pass its path, or use a lakemirror that mirrors object storage")
     settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target,
                                  quiet=quiet, retention_days=retention_days,
                                  lock_timeout=lock_timeout, engine_timeout=engine_timeout,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lakemirror.codegen.models import (
     MIRROR_FOLDER,
@@ -110,7 +110,7 @@ def without_history_clashes(tables: list[LandingTable], staged: Collection[tuple
               for schema, name in [*((t.schema, t.name) for t in tables), *sorted(staged)]
               for claimed in _history_names(schema, name)}
     in_zone = {(table.schema, table.name): table for table in tables}
-    losers: dict[Path, FileNameError] = {}
+    losers: dict[PurePath, FileNameError] = {}
     for table in tables:
         owner = next((owners[name] for name in (table.qualified_name,
                                                  staging_table_name(table.schema, table.name))

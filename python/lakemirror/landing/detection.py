@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
-from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.incarnation import MARKER
+from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
 from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
 from lakemirror.landing.zone import Entry, unsafe_entry
 
@@ -30,9 +31,10 @@ class SequenceFile:
     """A change file and the sequence number it applies under."""
 
     sequence: int
-    path: Path
+    path: PurePath
     size: int = 0  # bytes, as listed
     mtime_ns: int = 0  # as listed
+    etag: str | None = None  # as listed (object stores only)
 
 
 @dataclass(frozen=True)
@@ -49,21 +51,23 @@ class StagedFiles:
 class Settling:
     """The file a table waits for only because it changed within the settle window."""
 
-    path: Path
+    path: PurePath
     seconds: float  # until it leaves the window, if it does not change again
 
 
 @dataclass(frozen=True)
 class Detection:
     """New files in apply order, older staged files still in place (to move), what the table
-    waits for (a gap, a file in flight), and warnings."""
+    waits for (a gap, a file in flight), warnings, and every staged file still in the folder
+    (the newest too) as listed, to check that none changed since it was staged."""
 
     pending: list[SequenceFile]
-    staged_in_place: list[Path]
+    staged_in_place: list[PurePath]
     waiting_for: str | None = None
     blocked: int = 0  # files after a gap or a file in flight
     warnings: tuple[str, ...] = ()
     settling: Settling | None = None  # when the file in flight is only settling
+    staged_listed: tuple[Entry, ...] = ()
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
@@ -122,16 +126,18 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
         elif digits and entry.kind != "folder":
             raise _misnamed(table, path, digits, suffix, suffixes)
     pending: list[SequenceFile] = []
+    listed = tuple(entry for number, entry in sorted(numbered.items())
+                   if number <= staged.last_sequence)
     expected = staged.last_sequence + 1
     for number in sorted(n for n in numbered if n > staged.last_sequence):
         if number != expected:
             blocked = len([n for n in numbered if n > expected])
+            missing = sequence_file_name(expected, suffixes[0])
             return Detection(pending, _in_place(numbered, staged),
-                             f"waiting for missing file {sequence_file_name(expected, suffixes[0])}", blocked)
-        pending.append(SequenceFile(number, numbered[number].path, numbered[number].size,
-                                    numbered[number].mtime_ns))
+                             f"waiting for missing file {missing}", blocked, staged_listed=listed)
+        pending.append(_sequence_file(number, numbered[number]))
         expected += 1
-    return Detection(pending, _in_place(numbered, staged))
+    return Detection(pending, _in_place(numbered, staged), staged_listed=listed)
 
 
 def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
@@ -142,13 +148,18 @@ def _by_update_time(table: LandingTable, metadata: TableMetadata, staged: Staged
         _require_file(table, entry)
     new = sorted((entry for entry in files if entry.name not in staged.names),
                  key=lambda entry: (entry.mtime_ns, entry.name))
-    pending = [SequenceFile(staged.last_sequence + index, entry.path, entry.size, entry.mtime_ns)
+    pending = [_sequence_file(staged.last_sequence + index, entry)
                for index, entry in enumerate(new, 1)]
     return Detection(pending, [entry.path for entry in files
-                               if entry.name in staged.names and entry.name != staged.newest])
+                               if entry.name in staged.names and entry.name != staged.newest],
+                     staged_listed=tuple(entry for entry in files if entry.name in staged.names))
 
 
-def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[Path]:
+def _sequence_file(sequence: int, entry: Entry) -> SequenceFile:
+    return SequenceFile(sequence, entry.path, entry.size, entry.mtime_ns, entry.etag)
+
+
+def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[PurePath]:
     return [entry.path for number, entry in sorted(numbered.items())
             if number < staged.last_sequence]
 
@@ -156,6 +167,10 @@ def _in_place(numbered: dict[int, Entry], staged: StagedFiles) -> list[Path]:
 def _entries(table: LandingTable, listing: list[Entry]) -> list[Entry]:
     """The table folder's entries by name, but lakemirror's and the contract's `_` ones and
     hidden `.` ones; a partition folder fails the table."""
+    control = [entry for entry in listing
+               if entry.name in (METADATA_FILE, MARKER) and entry.kind == "special"]
+    if control:  # a FIFO there fails reading it; on an object store, an object and a folder
+        raise unsafe_entry(control[0], "a regular file", table=table.qualified_name)
     entries = [entry for entry in listing if not entry.name.startswith(("_", "."))]
     partitions = [entry.name for entry in entries
                   if entry.kind == "folder" and PARTITION_FOLDER.fullmatch(entry.name)]
@@ -179,7 +194,7 @@ def _split_number(name: str) -> tuple[str, str]:
     return (match.group(1), match.group(2) or "") if match else ("", name)
 
 
-def _misnamed(table: LandingTable, path: Path, number: str, suffix: str,
+def _misnamed(table: LandingTable, path: PurePath, number: str, suffix: str,
               suffixes: tuple[str, ...]) -> FileNameError:
     expected = f"20 digits + {' or '.join(suffixes)}"
     problem = (f"has {len(number)} digits instead of 20" if len(number) != 20

@@ -15,10 +15,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lakemirror.errors import ConfigError, FileNameError, LandingZoneError
-from lakemirror.landing.zone import Entry, LandingZone, unsafe_entry
+from lakemirror.landing.zone import Entry, LandingZone, ZoneDoor, as_door, unsafe_entry
 
 SCHEMA_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
@@ -39,9 +39,9 @@ class LandingTable:
 
     schema: str
     name: str
-    folder: Path
+    folder: PurePath
     problem: LandingZoneError | None = None
-    zone: LandingZone | None = None
+    zone: ZoneDoor | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -54,22 +54,22 @@ class LandingTable:
         return self.folder.relative_to(self.door.root).as_posix()
 
     @property
-    def processed_folder(self) -> Path:
+    def processed_folder(self) -> PurePath:
         return self.folder / PROCESSED_FOLDER
 
     @property
-    def door(self) -> LandingZone:
+    def door(self) -> ZoneDoor:
         """The zone this table is read and written through (a table made by hand without
-        one is confined to the folder holding it)."""
-        return self.zone or LandingZone(self.folder.parent)
+        one is confined to the local folder holding it)."""
+        return self.zone or LandingZone(Path(self.folder.parent))
 
 
-def discover_tables(zone: Path) -> list[LandingTable]:
+def discover_tables(zone: PurePath | ZoneDoor) -> list[LandingTable]:
     """The zone's tables in name order, those that must fail carrying their problem."""
-    if not zone.is_dir():
-        raise ConfigError(f"landing zone {zone} does not exist or is not a folder",
+    door = as_door(zone)
+    if isinstance(door, LandingZone) and not door.root.is_dir():
+        raise ConfigError(f"landing zone {door.root} does not exist or is not a folder",
                           hint="pass --landing-zone DIR or set LAKEMIRROR_LANDING_ZONE")
-    door = LandingZone(zone)
     tables: list[LandingTable] = []
     for entry in _candidates(door.entries(door.root)):
         if entry.name.lower().endswith(SCHEMA_SUFFIX):
@@ -79,10 +79,10 @@ def discover_tables(zone: Path) -> list[LandingTable]:
     return _without_collisions(tables)
 
 
-def hidden_entries(zone: Path) -> list[str]:
+def hidden_entries(zone: PurePath | ZoneDoor) -> list[str]:
     """The hidden entries (names starting with '.') where tables and schemas are looked for,
     relative to the zone: they are ignored, and a run warns about them once."""
-    door = LandingZone(zone)
+    door = as_door(zone)
     hidden, folders = [], [door.root]
     for entry in door.entries(door.root):
         if entry.name.lower().endswith(SCHEMA_SUFFIX) and entry.kind == "folder" \
@@ -114,7 +114,7 @@ def _candidates(entries: Iterable[Entry]) -> list[Entry]:
             if not entry.name.startswith(("_", ".")) and entry.kind != "file"]
 
 
-def _schema_tables(door: LandingZone, entry: Entry) -> list[LandingTable]:
+def _schema_tables(door: ZoneDoor, entry: Entry) -> list[LandingTable]:
     """The tables of a `<schema>.schema` folder, or one entry for all of them when the folder
     itself fails (they keep their mirrored tables until it is fixed)."""
     written = entry.name[: -len(SCHEMA_SUFFIX)]
@@ -130,7 +130,7 @@ def _schema_tables(door: LandingZone, entry: Entry) -> list[LandingTable]:
     return [_table(door, schema, sub) for sub in _candidates(found)]
 
 
-def _table(door: LandingZone, schema: str, entry: Entry) -> LandingTable:
+def _table(door: ZoneDoor, schema: str, entry: Entry) -> LandingTable:
     problem = (unsafe_entry(entry, "a folder") if entry.kind != "folder"
                else _name_problem("table", entry.name, entry.path))
     name = entry.name.lower()
@@ -138,7 +138,7 @@ def _table(door: LandingZone, schema: str, entry: Entry) -> LandingTable:
                         door)
 
 
-def _name_problem(kind: str, name: str, folder: Path) -> FileNameError | None:
+def _name_problem(kind: str, name: str, folder: PurePath) -> FileNameError | None:
     if NAME.fullmatch(name) and len(name) <= MAX_NAME_LENGTH:
         return None
     shown = name if len(name) <= 60 else f"{name[:60]}..."
@@ -162,7 +162,7 @@ def _without_collisions(tables: list[LandingTable]) -> list[LandingTable]:
     for table in tables:
         for key in (table.qualified_name, staging_table_name(table.schema, table.name)):
             claims[key].append(table)
-    clashes: dict[Path, tuple[str, list[Path]]] = {}
+    clashes: dict[PurePath, tuple[str, list[PurePath]]] = {}
     for key, claimants in claims.items():
         if len(claimants) < 2:
             continue
@@ -174,7 +174,7 @@ def _without_collisions(tables: list[LandingTable]) -> list[LandingTable]:
             for table in tables]
 
 
-def _collision(table: LandingTable, key: str, others: list[Path]) -> FileNameError:
+def _collision(table: LandingTable, key: str, others: list[PurePath]) -> FileNameError:
     root = table.door.root
     folders = " and ".join(repr(str(path.relative_to(root))) for path in [table.folder, *others])
     target = (f"table {key} (names are case-insensitive)" if "." in key else

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from lakemirror.errors import MetadataError
+from lakemirror.errors import MetadataError, ZoneAccessError
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import LandingZone, parse_json
+from lakemirror.landing.zone import LandingZone, ZoneDoor, parse_json
 
 MARKER = "_lakemirror.json"
 
@@ -45,12 +45,12 @@ def read_mark(table: LandingTable) -> FolderMark:
     return FolderMark(None, lost=table.door.entry(table.processed_folder) is not None)
 
 
-def read_incarnation(folder: Path, zone: LandingZone | None = None) -> str | None:
+def read_incarnation(folder: PurePath, zone: ZoneDoor | None = None) -> str | None:
     """The id in the folder's mark, read through `zone` (by default the folder's parent);
     None when the folder holds no mark. Raises a LandingZoneError when the mark cannot be
     read or is not lakemirror's."""
     path = folder / MARKER
-    data = (zone or LandingZone(folder.parent)).read_control(path)
+    data = (zone or LandingZone(Path(folder.parent))).read_control(path)
     if data is None:
         return None
     try:
@@ -64,18 +64,27 @@ def read_incarnation(folder: Path, zone: LandingZone | None = None) -> str | Non
 
 
 def mark_incarnation(table: LandingTable, incarnation: str | None = None) -> str:
-    """Write the folder's incarnation id (a new one unless given) atomically; returns it."""
+    """Mark the folder, which has no mark, with its incarnation id (a new one unless given),
+    created atomically and only if absent (a conditional put on an object store), so two
+    runners cannot both mark it; returns the id the folder carries then (the other runner's,
+    when it was first)."""
     incarnation = incarnation or uuid.uuid4().hex
-    table.door.write_control(table.folder / MARKER, json.dumps({
+    path = table.folder / MARKER
+    created = table.door.create_control(path, json.dumps({
         "incarnation": incarnation,
         "note": "written by lakemirror: the id of this table folder's incarnation. A new "
                 "folder (without this file and without _ProcessedFiles/) is mirrored from "
                 "scratch"},
         indent=2).encode("utf-8"))
-    return incarnation
+    found = incarnation if created else read_incarnation(table.folder, table.door)
+    if found is None:
+        raise ZoneAccessError(f"{MARKER} appeared and vanished while lakemirror marked the "
+                              "folder", table=table.qualified_name, file=str(path),
+                              hint="another process deletes it: stop it, then run again")
+    return found
 
 
-def _garbled(path: Path, detail: str) -> MetadataError:
+def _garbled(path: PurePath, detail: str) -> MetadataError:
     return MetadataError(
         f"{MARKER} is not lakemirror's incarnation mark ({detail})", file=str(path),
         hint=f"delete {MARKER}: lakemirror writes it again when the folder has _ProcessedFiles/, "

@@ -16,7 +16,7 @@ import os
 import time
 
 from lakemirror.errors import LakemirrorError
-from lakemirror.landing.zone import Entry, LandingZone
+from lakemirror.landing.zone import Entry, ZoneDoor
 from lakemirror.settings import env_number
 
 SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"
@@ -30,7 +30,7 @@ def settle_seconds() -> float:
     return env_number(SETTLE_SECONDS, DEFAULT_SETTLE_SECONDS, "seconds")
 
 
-def in_flight(door: LandingZone, entry: Entry, *, parquet: bool, window: float) -> str | None:
+def in_flight(door: ZoneDoor, entry: Entry, *, parquet: bool, window: float) -> str | None:
     """Why the file is not ready to stage yet; None when it is."""
     if entry.size == 0:
         return (f"{entry.name} is empty (0 bytes), so its publisher is still writing it; "
@@ -56,7 +56,7 @@ def _age(entry: Entry) -> float:
     return (time.time_ns() - entry.mtime_ns) / 1e9
 
 
-def _complete_parquet(door: LandingZone, entry: Entry) -> bool:
+def _complete_parquet(door: ZoneDoor, entry: Entry) -> bool:
     """Whether the file begins with Parquet's magic and ends with a footer that fits."""
     if entry.size < len(PARQUET_MAGIC) + _FOOTER_TAIL:
         return False

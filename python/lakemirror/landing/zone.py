@@ -1,5 +1,8 @@
 """The only door to the landing zone: every listing, read, write, move and delete of a zone
-entry goes through `LandingZone`, and none of them ever leaves the zone.
+entry goes through a `ZoneDoor`, and none of them ever leaves the zone. A zone is a local
+folder (`LandingZone`, here) or a prefix of an object store (`ObjectZone`, in `object_zone`);
+`open_zone` makes the door for either. Zone paths are pure paths: `Path` on disk, `ObjectPath`
+(a key below the prefix, shown as its URL) on an object store.
 
 The zone is untrusted input. Each path is walked from the zone root one folder at a time with
 `O_NOFOLLOW` directory descriptors (`dir_fd=`), so a symbolic link or `..` anywhere below the
@@ -15,12 +18,16 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from lakemirror.landing.object_zone import ObjectFile
+    from lakemirror.storage.location import ObjectLocation
 
 from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
 
@@ -28,6 +35,7 @@ Kind = Literal["file", "folder", "link", "special"]
 CONTROL_FILE_LIMIT = 1 << 20  # _metadata.json, _lakemirror.json, _partnerEvents.json
 _LINK_FIX = ("replace the link with the real file or folder; lakemirror never follows links "
             "out of the landing zone")
+BOTH_KINDS = "both an object and a folder (objects lie under its name)"  # object stores only
 _BUG = "lakemirror only touches entries inside the landing zone: report this as a bug"
 _CHUNK = 1 << 20
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -45,18 +53,19 @@ _KINDS: tuple[tuple[int, Kind, str], ...] = (
 class Entry:
     """One item of a zone folder as it is, links not followed."""
 
-    path: Path
+    path: PurePath
     kind: Kind
     what: str  # "a regular file", "a directory", "a symbolic link", "a FIFO", ...
     size: int
     mtime_ns: int
+    etag: str | None = None  # an object's entity tag (None on disk)
 
     @property
     def name(self) -> str:
         return self.path.name
 
     @classmethod
-    def of(cls, path: Path, status: os.stat_result) -> Entry:
+    def of(cls, path: PurePath, status: os.stat_result) -> Entry:
         kind, what = _kind(status.st_mode)
         return cls(path, kind, what, status.st_size, status.st_mtime_ns)
 
@@ -67,7 +76,7 @@ class Readable(Protocol):
     def read(self, size: int, /) -> bytes | None: ...
 
 
-class ZoneFile(io.FileIO):
+class LocalFile(io.FileIO):
     """A regular zone file open for reading: a plain binary file for pyarrow and the readers."""
 
     def __init__(self, descriptor: int, path: Path, size: int) -> None:
@@ -76,16 +85,79 @@ class ZoneFile(io.FileIO):
         self.size = size
 
 
+if TYPE_CHECKING:
+    ZoneFile: TypeAlias = LocalFile | ObjectFile  # a zone file open for reading
+else:
+    ZoneFile = LocalFile
+
+
+class ZoneDoor(Protocol):
+    """What lakemirror may do in a landing zone; paths lie below `root`, and every method
+    refuses one that does not."""
+
+    @property
+    def root(self) -> PurePath: ...
+
+    @property
+    def lists_history_cheaply(self) -> bool:
+        """Whether an idle run may list `_ProcessedFiles/` to purge it."""
+
+    def entries(self, folder: PurePath) -> list[Entry]:
+        """The folder's entries by name, each classified without following it."""
+
+    def entry(self, path: PurePath) -> Entry | None:
+        """The entry at `path` as it is; None when there is none."""
+
+    def open(self, path: PurePath) -> ZoneFile:
+        """A regular file open for reading (binary, seekable)."""
+
+    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
+        """A small control file's bytes (at most `limit`); None when there is no such file."""
+
+    def write_control(self, path: PurePath, data: bytes) -> None:
+        """Write a control file whole (readers never see part of it)."""
+
+    def create_control(self, path: PurePath, data: bytes) -> bool:
+        """Write a control file whole unless one exists; False (nothing written) when one
+        does, so two runners cannot both create it."""
+
+    def make_folder(self, path: PurePath) -> None:
+        """Make sure `path` can hold files: a folder, or nothing yet; never a file."""
+
+    def move(self, path: PurePath, folder: PurePath) -> PurePath:
+        """Move a regular file into `folder`, stamped with the time of the move; returns its
+        new path. Repeating a move interrupted at any point completes it."""
+
+    def delete(self, path: PurePath) -> None:
+        """Delete a regular file (never a folder, a link or what a link points to)."""
+
+
+def open_zone(location: PurePath | ObjectLocation) -> ZoneDoor:
+    """The door to a zone at a local folder or an object-store location."""
+    if isinstance(location, PurePath):
+        return LandingZone(Path(location))
+    from lakemirror.landing.object_zone import ObjectZone
+
+    return ObjectZone.at(location)
+
+
+def as_door(zone: PurePath | ZoneDoor) -> ZoneDoor:
+    """The door to `zone`, given as a local folder or as a door."""
+    return LandingZone(Path(zone)) if isinstance(zone, PurePath) else zone
+
+
 @dataclass(frozen=True)
 class LandingZone:
-    """The landing zone rooted at `root` (trusted as configured; everything below is not)."""
+    """The landing zone rooted at the local folder `root` (trusted as configured; everything
+    below is not)."""
 
     root: Path
+    lists_history_cheaply: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(os.path.abspath(self.root)))
 
-    def entries(self, folder: Path) -> list[Entry]:
+    def entries(self, folder: PurePath) -> list[Entry]:
         """The folder's entries by name, each classified without following it."""
         with self._folder(self._parts(folder)) as descriptor:
             try:
@@ -96,13 +168,13 @@ class LandingZone:
             found = [_lstat(descriptor, name, folder / name) for name in sorted(names)]
         return [entry for entry in found if entry is not None]  # None: gone meanwhile
 
-    def entry(self, path: Path) -> Entry | None:
+    def entry(self, path: PurePath) -> Entry | None:
         """The entry at `path` as it is; None when its folder has no such entry."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
             return _lstat(descriptor, name, path)
 
-    def open(self, path: Path) -> ZoneFile:
+    def open(self, path: PurePath) -> ZoneFile:
         """Open a regular file for reading; never follows a link, never blocks."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
@@ -111,24 +183,32 @@ class LandingZone:
             raise _gone(path)
         return opened
 
-    def read_control(self, path: Path, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
+    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
         """A small control file's bytes (at most `limit`); None when there is no such file."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
             opened = _open_regular(descriptor, name, path)
         if opened is None:
             return None
-        with opened:
-            data = read_bounded(chunks(opened), limit) if opened.size <= limit else None
-        if data is None:
-            raise UnsafeEntryError(
-                f"{path.name} is larger than {limit} bytes, too large for a control file",
-                file=str(path), hint=f"write {path.name} with only the keys it needs")
-        return data
+        return read_control_file(opened, limit)
 
-    def write_control(self, path: Path, data: bytes) -> None:
+    def write_control(self, path: PurePath, data: bytes) -> None:
         """Write a control file atomically: a new `<name>.partial` (a leftover one is unlinked,
         never written through), then a rename in its folder."""
+        self._publish(path, data, os.replace)
+
+    def create_control(self, path: PurePath, data: bytes) -> bool:
+        """Write a control file atomically unless one exists: a new `<name>.partial`, then a
+        hard link to its name, which fails when the name is taken."""
+        try:
+            self._publish(path, data, _link)
+        except FileExistsError:
+            return False
+        return True
+
+    def _publish(self, path: PurePath, data: bytes,
+                 place: Callable[..., None]) -> None:
+        """Write `data` to a new `<name>.partial` and `place` it at `path` (in one folder)."""
         folder, name = self._split(path)
         partial_name, partial_path = f"{name}.partial", path.with_name(f"{name}.partial")
         with self._folder(folder) as descriptor:
@@ -144,13 +224,17 @@ class LandingZone:
                 with os.fdopen(handle, "wb", closefd=False) as stream:
                     stream.write(data)
                 os.fsync(handle)
-                os.replace(partial_name, name, src_dir_fd=descriptor, dst_dir_fd=descriptor)
+                place(partial_name, name, src_dir_fd=descriptor, dst_dir_fd=descriptor)
+            except FileExistsError:
+                raise
             except OSError as error:
                 raise access_error(error, path, "write") from error
             finally:
                 os.close(handle)
+                if _lstat(descriptor, partial_name, partial_path) is not None:
+                    _unlink(descriptor, partial_name, partial_path)
 
-    def make_folder(self, path: Path) -> None:
+    def make_folder(self, path: PurePath) -> None:
         """Create a folder unless it exists; an existing entry there must be a real folder."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
@@ -162,7 +246,7 @@ class LandingZone:
                 raise access_error(error, path, "create") from error
             _require(descriptor, name, path, "folder")
 
-    def move(self, path: Path, folder: Path) -> Path:
+    def move(self, path: PurePath, folder: PurePath) -> PurePath:
         """Move a regular file into `folder` (a real zone folder), stamping it with the time of
         the move, unless it is hard-linked: its time is shared with its other names, which may
         lie outside the zone. Returns its new path."""
@@ -178,14 +262,14 @@ class LandingZone:
                 raise access_error(error, path, "move") from error
         return target
 
-    def delete(self, path: Path) -> None:
+    def delete(self, path: PurePath) -> None:
         """Delete a regular file (never a link, a folder or what a link points to)."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
             _require(descriptor, name, path, "file")
             _unlink(descriptor, name, path)
 
-    def _parts(self, path: Path) -> list[str]:
+    def _parts(self, path: PurePath) -> list[str]:
         """The names leading from the root to `path` (`..` resolved by name, since no link is
         ever followed), which must lie inside the zone."""
         try:
@@ -194,7 +278,7 @@ class LandingZone:
             raise UnsafeEntryError(f"{path} is outside the landing zone {self.root}",
                                    file=str(path), hint=_BUG) from None
 
-    def _split(self, path: Path) -> tuple[list[str], str]:
+    def _split(self, path: PurePath) -> tuple[list[str], str]:
         """The folder names leading to an entry below the root, and the entry's name."""
         parts = self._parts(path)
         if not parts:
@@ -221,6 +305,27 @@ class LandingZone:
             yield descriptor
         finally:
             os.close(descriptor)
+
+
+def read_control_file(opened: ZoneFile, limit: int) -> bytes:
+    """An open control file's bytes, closing it; an UnsafeEntryError when it holds more than
+    `limit` bytes (read in chunks, so a file growing meanwhile is never read whole)."""
+    with opened:
+        data = read_bounded(chunks(opened), limit) if opened.size <= limit else None
+    if data is None:
+        raise control_too_large(opened.path, limit)
+    return data
+
+
+def control_too_large(path: PurePath, limit: int) -> UnsafeEntryError:
+    return UnsafeEntryError(
+        f"{path.name} is larger than {limit} bytes, too large for a control file",
+        file=str(path), hint=f"write {path.name} with only the keys it needs")
+
+
+def _link(source: str, target: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
+    os.link(source, target, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd,
+            follow_symlinks=False)
 
 
 def read_bounded(pieces: Iterable[bytes], limit: int) -> bytes | None:
@@ -264,7 +369,7 @@ def _kind(mode: int) -> tuple[Kind, str]:
     return "special", "a special file"
 
 
-def _lstat(descriptor: int, name: str, path: Path) -> Entry | None:
+def _lstat(descriptor: int, name: str, path: PurePath) -> Entry | None:
     try:
         return Entry.of(path, os.lstat(name, dir_fd=descriptor))
     except FileNotFoundError:
@@ -273,7 +378,7 @@ def _lstat(descriptor: int, name: str, path: Path) -> Entry | None:
         raise access_error(error, path, "read") from error
 
 
-def _open_regular(descriptor: int, name: str, path: Path) -> ZoneFile | None:
+def _open_regular(descriptor: int, name: str, path: PurePath) -> LocalFile | None:
     """Open `name` in the folder if it is a regular file (checked before and after opening,
     so that nothing else is ever opened for long); None when there is no such entry."""
     found = _lstat(descriptor, name, path)
@@ -288,10 +393,10 @@ def _open_regular(descriptor: int, name: str, path: Path) -> ZoneFile | None:
     if opened.kind != "file":
         os.close(handle)
         _require_kind(opened, "file")
-    return ZoneFile(handle, path, opened.size)
+    return LocalFile(handle, Path(path), opened.size)
 
 
-def _require(descriptor: int, name: str, path: Path, kind: Kind) -> None:
+def _require(descriptor: int, name: str, path: PurePath, kind: Kind) -> None:
     """`name` in the folder must exist and be of `kind`."""
     found = _lstat(descriptor, name, path)
     if found is None:
@@ -304,14 +409,14 @@ def _require_kind(entry: Entry, kind: Kind) -> None:
         raise unsafe_entry(entry, _WANTED[kind])
 
 
-def _unlink(descriptor: int, name: str, path: Path) -> None:
+def _unlink(descriptor: int, name: str, path: PurePath) -> None:
     try:
         os.unlink(name, dir_fd=descriptor)
     except OSError as error:
         raise access_error(error, path, "delete") from error
 
 
-def _gone(path: Path) -> ZoneAccessError:
+def _gone(path: PurePath) -> ZoneAccessError:
     return ZoneAccessError(f"{path} does not exist", file=str(path),
                            hint="it disappeared while lakemirror worked on it; run again")
 
@@ -319,13 +424,15 @@ def _gone(path: Path) -> ZoneAccessError:
 def unsafe_entry(entry: Entry, wanted: str, *, table: str | None = None) -> UnsafeEntryError:
     """The error for an entry that is not what the contract needs there."""
     hint = (_LINK_FIX if entry.kind == "link" else
+            "rename or remove the object or the objects under its name: a name cannot be both"
+            if entry.what == BOTH_KINDS else
             f"replace it with {wanted}; lakemirror never opens FIFOs, sockets or devices"
             if entry.kind == "special" else f"rename or remove it: only {wanted} belongs here")
     return UnsafeEntryError(f"{entry.path} is {entry.what}, not {wanted}", table=table,
                             file=str(entry.path), hint=hint)
 
 
-def _refusal(descriptor: int, name: str, path: Path, kind: Kind, error: OSError,
+def _refusal(descriptor: int, name: str, path: PurePath, kind: Kind, error: OSError,
              action: str) -> LakemirrorError:
     """Why opening `name` as `kind` failed: the entry is of another kind (a link, a FIFO, a
     file where a folder belongs), or the system refused access."""
@@ -336,7 +443,7 @@ def _refusal(descriptor: int, name: str, path: Path, kind: Kind, error: OSError,
     return access_error(error, path, action)
 
 
-def access_error(error: OSError, path: Path, action: str) -> ZoneAccessError:
+def access_error(error: OSError, path: PurePath, action: str) -> ZoneAccessError:
     """A zone read or write (`action`) the system refused, as the user's error to fix."""
     where = {"file": str(path)}
     if error.errno in (errno.EACCES, errno.EPERM):

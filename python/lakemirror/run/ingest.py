@@ -115,6 +115,6 @@ def _record_partner(settings: RunSettings, log: RunLog) -> None:
     try:
         with control_lock(settings.warehouse, timeout=settings.lock_timeout,
                           progress=log.progress):
-            record_partner_events(settings.landing_zone, settings.layout)
+            record_partner_events(settings.zone, settings.layout)
     except (LandingZoneError, OSError, ValueError) as error:  # informational only
         log.warn(str(error))

@@ -22,11 +22,11 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     run's tables (landing-zone and staged ones, or the selected ones), then yield the
     landing zone's tables as found once the locks are held (a folder that lost its name to
     a history model failing), and the scope; record the zone's binding after the run."""
-    known = [table.qualified_name for table in discover_tables(settings.landing_zone)]
+    known = [table.qualified_name for table in discover_tables(settings.zone)]
     zone = zone_identity(settings.given_zone)
-    check_binding(zone, settings.landing_zone, settings.warehouse,
+    check_binding(zone, settings.zone, settings.warehouse,
                   rebind=settings.rebind_landing_zone)
-    if hidden := hidden_entries(settings.landing_zone):
+    if hidden := hidden_entries(settings.zone):
         shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
         log.warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
                  f"starting with '.' are never tables): {shown}")
@@ -34,7 +34,7 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
                      progress=log.progress):
-        yield without_history_clashes(discover_tables(settings.landing_zone),
+        yield without_history_clashes(discover_tables(settings.zone),
                                       staged_tables(settings.layout)), scope
     _record_binding(settings, log, zone)
 

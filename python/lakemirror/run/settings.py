@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -12,13 +13,15 @@ from lakemirror.codegen import WarehouseName, checked_name, configured_name, war
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.errors import ConfigError
+from lakemirror.landing.zone import ZoneDoor, open_zone
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
 from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
+from lakemirror.storage.location import ObjectLocation
 from lakemirror.storage.warehouse import local_warehouse
 
-ZoneLocation: TypeAlias = Path  # where the landing zone is
+ZoneLocation: TypeAlias = Path | ObjectLocation  # where the landing zone is
 WarehouseLocation: TypeAlias = Path  # where the warehouse is
 
 
@@ -57,10 +60,16 @@ class RunSettings:
               project_dir: Path | None = None, **options: Any) -> RunSettings:
         """The settings for locations as given, their links resolved once; the project is the
         one in the current directory by default, as for dbt. `options` are the other fields."""
-        return cls(landing_zone=landing_zone.resolve(),
+        zone = landing_zone.resolve() if isinstance(landing_zone, Path) else landing_zone
+        return cls(landing_zone=zone,
                    warehouse=local_warehouse(warehouse).resolve(),
                    project_dir=(project_dir or Path.cwd()).resolve(), given_zone=landing_zone,
                    given_warehouse=warehouse, **options)
+
+    @cached_property
+    def zone(self) -> ZoneDoor:
+        """The only door to the landing zone (a local folder's or an object store's)."""
+        return open_zone(self.landing_zone)
 
     @property
     def layout(self) -> Warehouse:

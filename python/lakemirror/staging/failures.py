@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lakemirror.errors import DEBUG_VARIABLE, LakemirrorError, StorageError
 from lakemirror.landing import LandingTable
@@ -22,7 +22,7 @@ _STRERRORS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission
               errno.EPERM: "Operation not permitted", errno.EROFS: "Read-only file system"}
 
 
-def as_failure(error: Exception, table: LandingTable, *, file: Path | None,
+def as_failure(error: Exception, table: LandingTable, *, file: PurePath | None,
                warehouse: Path) -> LakemirrorError:
     """`error` as the error of `table` (staging `file`, if one was being staged). With
     `--debug` (LAKEMIRROR_DEBUG set), an error that is not lakemirror's own is raised as it
@@ -47,7 +47,7 @@ def as_failure(error: Exception, table: LandingTable, *, file: Path | None,
         hint="run again with --debug to see the traceback, and report it if it persists")
 
 
-def storage_failure(error: Exception, *, table: str, file: Path | None,
+def storage_failure(error: Exception, *, table: str, file: PurePath | None,
                     location: Path) -> StorageError | None:
     """The warehouse storage error `error` stands for (`location` is where lakemirror wrote),
     or None when it is not one."""

@@ -3,17 +3,22 @@
 One Delta commit per file, carrying the file's sequence number, name and the table's keys in the
 commit metadata, so the staging table itself records how far ingestion got. A file moves to
 `_ProcessedFiles/` only after its rows are committed; the newest staged file stays in place for
-the publisher. The landing zone is read, and files are moved, only through its door
-(`landing.zone`); whatever fails, the table fails with a typed error, never a traceback.
+the publisher. The staging table is the positive signal of what was staged: a staged file still
+in place (a crash between staging and its move, or, on an object store, between the move's copy
+and its delete) is moved by the next run, never staged again. On an object store each commit
+also records the file's size and ETag, and a staged file still in place that no longer matches
+them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone
+is read, and files are moved, only through its door (`landing.zone`); whatever fails, the table
+fails with a typed error, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -22,6 +27,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 
 from lakemirror.delta.listed_features import last_commit_keys, list_used_features
 from lakemirror.errors import (
+    ChangedFileError,
     LakemirrorError,
     MetadataError,
     SchemaChangeError,
@@ -38,6 +44,7 @@ from lakemirror.landing import (
     read_metadata,
 )
 from lakemirror.landing.detection import Settling
+from lakemirror.landing.zone import Entry
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
@@ -50,6 +57,8 @@ FILE_KEY = "lakemirror.file"
 KEYS_KEY = "lakemirror.keyColumns"
 CONDITIONAL_KEY = "lakemirror.conditionalUpdateColumn"  # "" when the table has none
 INCARNATION_KEY = "lakemirror.incarnation"
+SIZE_KEY = "lakemirror.fileSize"
+ETAG_KEY = "lakemirror.fileETag"  # object stores only
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -85,7 +94,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     detection = Detection([], [])
     staged_files = staged_rows = staged_bytes = 0
     warnings: list[str] = []
-    current: Path | None = None  # the file being staged
+    current: PurePath | None = None  # the file being staged
 
     def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
         pending = len(detection.pending) - staged_files + detection.blocked
@@ -110,7 +119,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             settle(detection.settling)
             detection = detect_files(table, metadata, staged)
         warnings.extend(detection.warnings)
-        move_processed(table, detection.staged_in_place)
+        staging.check_unchanged(table, detection.staged_listed, staged.newest)
+        moved = move_processed(table, detection.staged_in_place)
         for file in detection.pending:
             current = file.path
             on_file(file)
@@ -122,7 +132,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             move_processed(table, [*detection.staged_in_place, *(
                 pending.path for pending in detection.pending[:staged_files])])
             staged_files += 1
-        purge_processed(table, retention_days)
+        if moved or staged_files or table.door.lists_history_cheaply:
+            purge_processed(table, retention_days)
     except Exception as error:  # the table's error boundary
         return result("failed", as_failure(error, table, file=current, warehouse=warehouse.root))
     if detection.waiting_for:
@@ -132,16 +143,18 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     return result("replicating")
 
 
-def move_processed(table: LandingTable, staged_files: list[Path]) -> None:
+def move_processed(table: LandingTable, staged_files: list[PurePath]) -> int:
     """Move staged files to `_ProcessedFiles/`, stamped with the time of the move, from which
-    retention counts (callers never pass the newest staged file). `_ProcessedFiles/` must be
-    a real folder of the zone: a link there fails the table, and nothing is moved into it."""
+    retention counts (callers never pass the newest staged file); returns how many.
+    `_ProcessedFiles/` must be a real folder of the zone: a link there fails the table, and
+    nothing is moved into it."""
     door = table.door
     done = [path for path in staged_files if door.entry(path) is not None]
     if done:
         door.make_folder(table.processed_folder)
     for path in done:
         door.move(path, table.processed_folder)
+    return len(done)
 
 
 class StagingTable:
@@ -185,6 +198,33 @@ class StagingTable:
                 f"{list(metadata.key_columns)}",
                 table=table.qualified_name, file=str(table.folder / "_metadata.json"),
                 hint="keys are immutable: recreate the table folder to change keys")
+
+    def check_unchanged(self, table: LandingTable, listed: Sequence[Entry],
+                        newest: str | None) -> None:
+        """Raise ChangedFileError when a staged file still in the folder has another size or
+        ETag than when it was staged (checked where both were recorded: object stores). The
+        history is read only when a staged file other than the newest is still in place."""
+        tagged = [entry for entry in listed if entry.etag is not None]
+        if not tagged:
+            return
+        commits = ([self._last_commit()] if all(entry.name == newest for entry in tagged)
+                   else DeltaTable(self.path).history())
+        recorded = {str(commit[FILE_KEY]): commit for commit in reversed(commits)
+                    if FILE_KEY in commit and ETAG_KEY in commit}
+        for entry in tagged:
+            commit = recorded.get(entry.name)
+            if commit is None:
+                continue
+            was = (int(commit[SIZE_KEY]), str(commit[ETAG_KEY]))
+            if was != (entry.size, entry.etag):
+                raise ChangedFileError(
+                    f"{entry.name} changed after it was staged (staged: {was[0]} bytes, ETag "
+                    f"{was[1]}; now: {entry.size} bytes, ETag {entry.etag}); lakemirror neither "
+                    "applies it again nor ignores it", table=table.qualified_name,
+                    file=str(entry.path),
+                    hint="a published change file must not change: put the staged content "
+                         "back, or move the file into _ProcessedFiles/, and publish the "
+                         "correction as a new change file")
 
     def incarnation(self) -> str | None:
         """The incarnation id of the table folder the staged files came from."""
@@ -234,7 +274,9 @@ class StagingTable:
                     FILE_KEY: change_file.file.path.name,
                     KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
                     CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
-                    INCARNATION_KEY: incarnation}
+                    INCARNATION_KEY: incarnation, SIZE_KEY: str(change_file.file.size),
+                    **({} if change_file.file.etag is None
+                       else {ETAG_KEY: change_file.file.etag})}
         try:
             self._commit(write_parts(self.path, schema, batches()), plan, metadata)
         except LakemirrorError:

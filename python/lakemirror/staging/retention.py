@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.landing import LandingTable
 
@@ -12,7 +12,7 @@ DEFAULT_RETENTION_DAYS = 7.0
 
 
 def purge_processed(table: LandingTable, retention_days: float, *,
-                    now: float | None = None) -> list[Path]:
+                    now: float | None = None) -> list[PurePath]:
     """Delete files in `_ProcessedFiles/` and `_FilesReadyToDelete/` older than the retention.
 
     A file's age counts from its move to `_ProcessedFiles/` (the move stamps its time), so the

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
-from pathlib import Path
+from pathlib import PurePath
 
 import pyarrow as pa
 
 from lakemirror.errors import ConfigError
 from lakemirror.landing.delimited.errors import MAX_TEXT_BYTES, FileErrors
-from lakemirror.landing.zone import LandingZone, ZoneFile, chunks
+from lakemirror.landing.zone import ZoneDoor, ZoneFile, chunks
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
 DEFAULT_MAX_TEXT_BYTES = 2 << 30
@@ -32,7 +32,7 @@ def max_text_bytes() -> int:
     return int(value)
 
 
-def raw_bytes(zone: LandingZone, path: Path, errors: FileErrors) -> Generator[bytes, None, None]:
+def raw_bytes(zone: ZoneDoor, path: PurePath, errors: FileErrors) -> Generator[bytes, None, None]:
     """The file's bytes from the start, decompressed as its name says, in pieces of at most
     TEXT_CHUNK; more than max_text_bytes() of them fail the table."""
     import cramjam

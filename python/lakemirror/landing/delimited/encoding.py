@@ -8,7 +8,7 @@ import sys
 from collections.abc import Generator, Iterator
 from contextlib import closing
 from itertools import chain
-from pathlib import Path
+from pathlib import PurePath
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +17,7 @@ from lakemirror.errors import LandingZoneError
 from lakemirror.landing.delimited.compression import raw_bytes
 from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.lines import count_breaks
-from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone import ZoneDoor
 
 _PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead bytes, lengths
 
@@ -25,7 +25,7 @@ _PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead 
 class Text:
     """The text of one file, read anew from its start on each call."""
 
-    def __init__(self, path: Path, zone: LandingZone, errors: FileErrors) -> None:
+    def __init__(self, path: PurePath, zone: ZoneDoor, errors: FileErrors) -> None:
         self.path = path
         self.zone = zone
         self.errors = errors

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import PurePath
 
 from lakemirror.errors import (
     ColumnError, LandingZoneError, MetadataError, RowMarkerError, UnreadableFileError,
@@ -32,7 +32,7 @@ _EXAMPLES = {
 class FileErrors:
     """The errors of one file being read: its path, format and table, which every error names."""
 
-    def __init__(self, path: Path, fmt: DelimitedFormat, table: str) -> None:
+    def __init__(self, path: PurePath, fmt: DelimitedFormat, table: str) -> None:
         self.path = path
         self.fmt = fmt
         self.table = table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pyarrow as pa
 
@@ -13,7 +13,7 @@ from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat, schema
 from lakemirror.landing.delimited.header import check_format, declared_columns
 from lakemirror.landing.delimited.splitter import Splitter
-from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone import LandingZone, ZoneDoor
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class DelimitedText:
         return self._batches(max_rows)
 
 
-def open_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
-                   *, table: str, zone: LandingZone | None = None) -> DelimitedText:
+def open_delimited(path: PurePath, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
+                   *, table: str, zone: ZoneDoor | None = None) -> DelimitedText:
     """Open a delimited-text file; `columns` types it, without them every column is a string.
 
     The format and the header are checked now; the rows are read, and checked, as they stream.
@@ -41,7 +41,7 @@ def open_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDef
     the line: the header is line 1, and line breaks inside the values of earlier rows count.
     The file is opened through `zone` (by default the folder holding it), once per reading.
     """
-    zone = zone or LandingZone(path.parent)
+    zone = zone or LandingZone(Path(path.parent))
     errors = FileErrors(path, fmt, table)
     check_format(fmt, errors)
     declared = declared_columns(columns, errors)
@@ -53,8 +53,8 @@ def open_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDef
     return DelimitedText(parsed.schema, lambda max_rows: splitter.batches(parsed, max_rows))
 
 
-def read_delimited(path: Path, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
-                   *, table: str, zone: LandingZone | None = None) -> pa.Table:
+def read_delimited(path: PurePath, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
+                   *, table: str, zone: ZoneDoor | None = None) -> pa.Table:
     """Read a whole delimited-text file into one table (staging streams it: open_delimited)."""
     text = open_delimited(path, fmt, columns, table=table, zone=zone)
     return pa.Table.from_batches(list(text.batches()), schema=text.schema)
