@@ -15,7 +15,7 @@ import pytest
 
 from conftest import Zone, copy_project
 from lakemirror.landing.zone import ZoneDoor, open_zone
-from lakemirror.service import MirrorService
+from lakemirror.service import MirrorService, RunSettings
 from lakemirror.status import TableStatus
 from lakemirror.storage import ObjectLocation, parse_location
 from lakemirror.storage.options import OPTIONS_VARIABLE
@@ -56,8 +56,9 @@ class Published:
     def service(self, root: Path, **options: Any) -> MirrorService:
         """A service mirroring the zone into `root`/warehouse with a fresh project copy,
         publishing the zone before each run."""
-        service = PublishingService(self.location, root / "warehouse",
-                                    copy_project(root / "project"), quiet=True, **options)
+        service = PublishingService(RunSettings.given(
+            self.location, root / "warehouse", copy_project(root / "project"), quiet=True,
+            **options))
         service.published = self
         return service
 
