@@ -8,7 +8,8 @@ Phases, in seconds: `imports` (the contender's start to the run's: imports, the 
 `discovery` (listing the landing zone), `staging` (reading and staging the files, generating
 models), `dbt_parse` (importing dbt, its adapter, parsing the project, until it runs nodes),
 `engine_session` (starting or reaching the engine, and each dbt invocation's first
-statement, which opens its Spark Connect session), `merge` (the MERGE statements),
+statement, which opens its Spark Connect session), `merge` (the statements that write the
+mirrored tables: each MERGE, or a first run's `create or replace table`),
 `bookkeeping` (every other statement: batch claims and records, settings, catalog; and the
 status and monitor records after dbt), `maintenance`, and `dbt_other` (dbt's own work between
 statements: rendering, compiling, hooks). `total` is the run's wall time after `imports`.
@@ -59,7 +60,7 @@ class PhaseClock:
         elif name == "SQLQueryStatus":
             sql = self._statements.pop(event.info.thread, "").lower()
             kind = ("first_statement" if self._first_statement
-                    else "merge" if "merge into" in sql else "statements")
+                    else "merge" if _writes_mirrored_table(sql) else "statements")
             self._first_statement = False
             self.add(kind, float(event.data.elapsed))
 
@@ -76,6 +77,15 @@ class PhaseClock:
                              - sum(seconds.get(part, 0.0) for part in _IN_DBT)),
         }
         return {phase: round(phases[phase], 4) for phase in PHASES}
+
+
+def _writes_mirrored_table(sql: str) -> bool:
+    """Whether a statement writes a mirrored table (not one of lakemirror's control tables)."""
+    for verb in ("merge into ", "create or replace table "):
+        at = sql.find(verb)
+        if at >= 0 and not sql[at + len(verb):].lstrip().startswith("_lakemirror"):
+            return True
+    return False
 
 
 def _timed(clock: PhaseClock, phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
