@@ -53,14 +53,22 @@ def _url_refused(url: str) -> ConfigError:
              "--warehouse ./warehouse, or a folder where the bucket is mounted")
 
 
-def warehouse_storage(root: Path) -> WarehouseStorage:
-    """The storage of the warehouse at `root` (or of a folder in it, such as a table's: keys
-    are then below that folder)."""
+def warehouse_storage(root: Path | ObjectLocation) -> WarehouseStorage:
+    """The storage of the warehouse at `root`, a folder or an object-store location (or of a
+    folder in it, such as a table's: keys are then below that folder)."""
+    if isinstance(root, ObjectLocation):
+        from lakemirror.storage.object_warehouse import ObjectWarehouse
+
+        return ObjectWarehouse(root)
     return LocalWarehouse(root)
 
 
 class HeldLock(Protocol):
-    """A lock this process holds until `release`."""
+    """A lock this process holds until `release`; `lost` when it was taken from it (a lease
+    that expired unrenewed), after which its holder must not commit."""
+
+    @property
+    def lost(self) -> bool: ...
 
     def release(self) -> None: ...
 
@@ -209,6 +217,8 @@ class LocalWarehouse(WarehouseStorage):
 
 
 class _FileLock:
+    lost = False  # a file lock lasts as long as its process
+
     def __init__(self, handle: IO[str]) -> None:
         self.handle = handle
 
