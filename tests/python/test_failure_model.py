@@ -58,7 +58,7 @@ def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) 
 
 
 def engine_pid() -> int:
-    engine = build_phase._child_engine
+    engine = build_phase._child_engines.get(())
     assert engine is not None and engine.alive()
     return engine.pid
 

@@ -21,6 +21,7 @@ from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.scope import Scope
 from lakemirror.staging import staging_table_name
+from lakemirror.storage.engine_settings import engine_environment
 from lakemirror.table_outcome import rebuild_after_crash
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def dbt(service: MirrorService, command: str, *args: str,
     dbt_vars = {**service.dbt_vars, **(extra_vars or {})}
     if service.target != "embedded":
         return _dbt_invoke(service, command, args, env, dbt_vars)
-    address, engine = embedded_engine()
+    address, engine = embedded_engine(engine_environment(service.warehouse))
     env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
             "LAKEMIRROR_ENGINE_PORT": str(address.port)}
     with watchdog(engine, service.engine_timeout) as watch:
@@ -116,19 +117,23 @@ def _dbt_invoke(service: MirrorService, command: str, args: tuple[str, ...],
                       warm=service.warm)
 
 
-_child_engine: ChildEngine | None = None
+_child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
 
 
-def embedded_engine() -> tuple[EngineAddress, WatchedEngine]:
-    """The background engine if one runs, else this process's own engine in a child process
-    (a fresh one once the last was lost)."""
-    running = background_process()
+def embedded_engine(environment: Mapping[str, str] | None = None
+                    ) -> tuple[EngineAddress, WatchedEngine]:
+    """The background engine if one runs and no storage settings are asked for, else this
+    process's own engine in a child process started with `environment` (the storage
+    settings of the warehouse it serves: one engine per set of settings), a fresh one once
+    the last was lost."""
+    running = background_process() if not environment else None
     if running:
         return running.address, running
-    global _child_engine
-    if _child_engine is None or not _child_engine.alive():
-        _child_engine = ChildEngine()
-    return _child_engine.address, _child_engine
+    key = tuple(sorted((environment or {}).items()))
+    engine = _child_engines.get(key)
+    if engine is None or not engine.alive():
+        engine = _child_engines[key] = ChildEngine(environment=environment)
+    return engine.address, engine
 
 
 def engine_address() -> EngineAddress:
