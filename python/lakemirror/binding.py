@@ -23,6 +23,7 @@ from lakemirror.landing.zone import LandingZone
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 
 RECORD = Path("_lakemirror") / "landing_zone.json"
@@ -55,7 +56,7 @@ def zone_identity(given: Path) -> ZoneIdentity:
     return ZoneIdentity(str(given), str(given.resolve()))
 
 
-def read_binding(warehouse: Path) -> Binding | None:
+def read_binding(warehouse: Location) -> Binding | None:
     """The warehouse's record; None for a new warehouse (or one an earlier version made)."""
     storage = warehouse_storage(warehouse)
     text = storage.read_text(RECORD.as_posix())
@@ -73,7 +74,7 @@ def read_binding(warehouse: Path) -> Binding | None:
                                ) from error
 
 
-def recorded_binding(warehouse: Path) -> Binding | None:
+def recorded_binding(warehouse: Location) -> Binding | None:
     """The warehouse's record, None also when it is damaged (to be written again)."""
     try:
         return read_binding(warehouse)
@@ -81,7 +82,7 @@ def recorded_binding(warehouse: Path) -> Binding | None:
         return None
 
 
-def write_binding(warehouse: Path, binding: Binding) -> None:
+def write_binding(warehouse: Location, binding: Binding) -> None:
     """Record the binding atomically, when it changed."""
     if recorded_binding(warehouse) == binding:
         return
@@ -109,7 +110,7 @@ def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
     write_binding(warehouse.root, Binding(zone, tables))
 
 
-def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
+def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Location, *,
                   rebind: bool = False) -> None:
     """Refuse a run that looks like a mistake, before it writes anything: a landing zone that
     is a warehouse, a warehouse that is a landing zone (both: the folders swapped), or, unless
@@ -136,7 +137,7 @@ def check_binding(zone: ZoneIdentity, zone_root: Path, warehouse: Path, *,
                                 f"{REBIND_FLAG}")
 
 
-def _refusal(zone: ZoneIdentity, zone_root: Path, bound: Binding, warehouse: Path) -> str:
+def _refusal(zone: ZoneIdentity, zone_root: Path, bound: Binding, warehouse: Location) -> str:
     where = (f"the warehouse {warehouse} mirrors the landing zone {bound.zone.given} "
              f"({bound.zone.resolved}), not {zone.given} ({zone.resolved})")
     if zone.inside(bound.zone):
@@ -181,10 +182,12 @@ def looks_like_warehouse(folder: Path) -> bool:
         return False
 
 
-def looks_like_landing_zone(folder: Path) -> bool:
+def looks_like_landing_zone(folder: Location) -> bool:
     """Whether a table folder of `folder` (as a zone's tables are laid out) holds a landing
-    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`."""
-    if not warehouse_storage(folder).is_folder("") or looks_like_warehouse(folder):
+    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`. Only
+    a local folder is looked at: a zone in object storage has its own door."""
+    if (not isinstance(folder, Path) or not warehouse_storage(folder).is_folder("")
+            or looks_like_warehouse(folder)):
         return False
     try:
         tables = discover_tables(folder)

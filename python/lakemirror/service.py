@@ -24,7 +24,8 @@ from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.status import TableStatus
-from lakemirror.storage.warehouse import local_warehouse
+from lakemirror.storage.location import Location, ObjectLocation
+from lakemirror.storage.warehouse import warehouse_location
 
 __all__ = ["PROJECT_DIR", "MirrorService", "embedded_engine", "engine_address"]
 
@@ -37,7 +38,7 @@ class MirrorService:
     the current directory, as for dbt)."""
 
     landing_zone: Path
-    warehouse: Path
+    warehouse: Location
     project_dir: Path = field(default_factory=Path.cwd)
     target: str = "embedded"
     dbt_vars: dict[str, object] = field(default_factory=dict)
@@ -53,14 +54,20 @@ class MirrorService:
     confirm_drops: bool = False  # drop however many tables' folders are gone
     max_drop_share: float = DEFAULT_MAX_DROP_SHARE
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
-    given_warehouse: Path = field(init=False, repr=False)  # before links were resolved
+    given_warehouse: Location = field(init=False, repr=False)  # before links were resolved
     given_zone: Path = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.given_zone = self.landing_zone
         self.landing_zone = self.landing_zone.resolve()
         self.given_warehouse = self.warehouse
-        self.warehouse = local_warehouse(self.warehouse).resolve()
+        self.warehouse = warehouse_location(self.warehouse)
+        if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
+            raise ConfigError(
+                f"the warehouse {self.warehouse} is in object storage, which lakemirror mirrors "
+                f"into on the embedded engine only; the {self.target} target would need the "
+                "Hadoop cloud connectors set up by you (docs: Warehouse in object storage)",
+                hint="run with --target embedded, or pass a local folder as --warehouse")
         self.project_dir = self.project_dir.resolve()
         self.warehouse_name = checked_name(self.warehouse_name)  # before any table
         if not (self.project_dir / "dbt_project.yml").is_file():
@@ -133,8 +140,8 @@ class MirrorService:
     def warehouse_names(self) -> WarehouseName:
         """How the warehouse's generated models list it (see codegen.warehouses)."""
         given = self.given_warehouse
-        return warehouse_name(self.warehouse_name,
-                              given if given.resolve() == self.warehouse else self.warehouse)
+        return warehouse_name(self.warehouse_name, given if isinstance(given, Path)
+                              and given.resolve() == self.warehouse else self.warehouse)
 
     @property
     def layout(self) -> Warehouse:

@@ -14,14 +14,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
 from lakemirror.build import _environment
+from lakemirror.delta.access import delta_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService
+from lakemirror.storage.location import Location
 
 REPO = Path(__file__).resolve().parents[2]
 # Test files are written just before each run: without a settle window they are staged at
@@ -125,9 +126,10 @@ def spark_session() -> Any:
         SESSION_MARK: "", "spark.ui.enabled": "false", "spark.log.level": "ERROR"}).getOrCreate()
 
 
-def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:
-    """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items."""
-    data = DeltaTable(str(warehouse / schema / table)).to_pyarrow_table()
+def mirrored_rows(warehouse: Location, schema: str, table: str) -> Counter[tuple[Any, ...]]:
+    """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items;
+    the warehouse a folder or a place in object storage."""
+    data = delta_table(warehouse / schema / table).to_pyarrow_table()
     columns = [name for name in data.column_names if not name.startswith("_lm_")]
     return Counter(tuple(sorted(row.items())) for row in data.select(columns).to_pylist())
 

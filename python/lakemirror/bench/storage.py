@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow.parquet as pq
 
@@ -97,8 +97,8 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
     service = MirrorService(directory / "zone" / "LandingZone", directory / "warehouse",
                             private_project(directory / "project", delta_features=delta_features),
                             quiet=True, warm=True)
-    staging = service.layout.staging_path("dbo", table.name.lower())
-    mirrored = service.layout.mirrored_path("dbo", table.name.lower())
+    staging = cast(Path, service.layout.staging_path("dbo", table.name.lower()))  # on disk
+    mirrored = cast(Path, service.layout.mirrored_path("dbo", table.name.lower()))
     _run(service, "initial load")
     for number, path in enumerate(table.files[1:], start=1):
         (pending / path.name).rename(path)

@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
 from lakemirror.delta import (
@@ -23,6 +22,8 @@ from lakemirror.delta.features import TABLE_FEATURES_WRITER_VERSION, Protocol
 from lakemirror.delta.log import ISOLATION_LEVEL, UNSET_ISOLATION_LEVEL
 from lakemirror.errors import ConfigError
 from lakemirror.staging import Warehouse
+from lakemirror.storage.location import Location
+from lakemirror.storage.warehouse import warehouse_location
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,10 @@ class TableReaders:
         return any(verdict.cannot_read for verdict in self.verdicts)
 
 
-def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -> list[TableLog]:
+def table_logs(warehouse: Location, table: str | None = None, *,
+               history: int = 0) -> list[TableLog]:
     """The logs of one table (by name) or of every table in the warehouse."""
-    layout = Warehouse(warehouse.resolve())
+    layout = Warehouse(warehouse_location(warehouse))
     if not layout.storage.is_folder(""):
         raise ConfigError(f"warehouse folder {warehouse} does not exist",
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
@@ -48,7 +50,7 @@ def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -
     return [read_log(chosen_table, history=history) for chosen_table in chosen]
 
 
-def doctor(warehouse: Path, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
+def doctor(warehouse: Location, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
     return [TableReaders(log, tuple(judge(profile, log.protocol) for profile in profiles))
             for log in table_logs(warehouse)]
 

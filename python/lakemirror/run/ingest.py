@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deltalake import DeltaTable
-
 from lakemirror.build import forget_warm_sessions
+from lakemirror.delta.access import is_delta_table
 from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.errors import CorruptTableError, LandingZoneError
 from lakemirror.landing import LandingTable
@@ -23,6 +21,7 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.staging.lock import control_lock
+from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
 
 if TYPE_CHECKING:
@@ -45,12 +44,11 @@ def ingest(service: MirrorService, tables: list[LandingTable]) -> list[IngestRes
 
 
 def is_staged(service: MirrorService, schema: str, table: str) -> bool:
-    return DeltaTable.is_deltatable(str(service.layout.staging_path(schema, table)))
+    return is_delta_table(service.layout.staging_path(schema, table))
 
 
 def is_mirrored(service: MirrorService, result: IngestResult) -> bool:
-    return DeltaTable.is_deltatable(
-        str(service.layout.mirrored_path(result.table.schema, result.table.name)))
+    return is_delta_table(service.layout.mirrored_path(result.table.schema, result.table.name))
 
 
 def damaged(service: MirrorService, ingested: list[IngestResult]) -> dict[str, list[str]]:
@@ -86,7 +84,7 @@ def _settle(service: MirrorService, settling: Settling) -> None:
     time.sleep(settling.seconds)
 
 
-def _owned_tables(service: MirrorService, table: LandingTable) -> list[tuple[Path, str]]:
+def _owned_tables(service: MirrorService, table: LandingTable) -> list[tuple[Location, str]]:
     """The Delta tables lakemirror keeps of a landing table, and how to recover each."""
     staging = service.layout.staging_path(table.schema, table.name)
     mirrored = service.layout.mirrored_path(table.schema, table.name)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 from lakemirror.errors import LockTimeoutError
+from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import HeldLock, WarehouseStorage, warehouse_storage
 
 DEFAULT_LOCK_TIMEOUT = 600.0
@@ -19,7 +19,7 @@ _POLL_SECONDS = 0.2
 
 
 @contextmanager
-def table_locks(warehouse: Path, names: Sequence[str], *, timeout: float,
+def table_locks(warehouse: Location, names: Sequence[str], *, timeout: float,
                 progress: Callable[[str], None]) -> Iterator[None]:
     """Hold the locks of the named tables ('schema.table'), taken in sorted order so that two
     runs never wait for each other; waits at most `timeout` seconds in all."""
@@ -31,7 +31,7 @@ def table_locks(warehouse: Path, names: Sequence[str], *, timeout: float,
 
 
 @contextmanager
-def control_lock(warehouse: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
+def control_lock(warehouse: Location, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
                  progress: Callable[[str], None] = lambda message: None) -> Iterator[None]:
     """Hold the lock of the control tables lakemirror rewrites (registry, monitoring)."""
     with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress):
@@ -39,7 +39,7 @@ def control_lock(warehouse: Path, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
 
 
 @contextmanager
-def _lock(warehouse: Path, name: str, deadline: float,
+def _lock(warehouse: Location, name: str, deadline: float,
           progress: Callable[[str], None]) -> Iterator[None]:
     held = _acquire(warehouse_storage(warehouse), name, deadline, progress)
     try:

@@ -16,7 +16,6 @@ import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from lakemirror.storage.lease import Lease, try_lease
@@ -36,7 +35,7 @@ class ObjectWarehouse(WarehouseStorage):
         self.store: Any = open_store(root)
 
     def location(self, key: str) -> str:
-        return child(self.root, key).url
+        return (self.root / key).url
 
     def exists(self, key: str) -> bool:
         return self._is_file(key) or self.is_folder(key)
@@ -139,14 +138,6 @@ class ObjectWarehouse(WarehouseStorage):
                     obstore.delete(self.store, key)
             except FileNotFoundError:
                 pass  # deleted by an earlier, interrupted call
-
-
-def child(location: ObjectLocation, key: str) -> ObjectLocation:
-    """The location of `key` below `location` (same store, same options)."""
-    below = _clean(key)
-    if not below:
-        return location
-    return replace(location, prefix=f"{location.prefix}/{below}" if location.prefix else below)
 
 
 def _clean(key: str) -> str:

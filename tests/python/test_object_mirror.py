@@ -1,0 +1,97 @@
+"""A warehouse in object storage (Azurite's az://, moto's s3://) end to end through the CLI,
+on the embedded engine: a zone mirrors exactly as the reference model says, the next run
+applies the next file, `status` and `inspect` read the warehouse there, nothing is written to
+a local folder, and a table whose lease another runner holds is never applied by a second."""
+
+import json
+import subprocess
+import sys
+
+from deltalake import DeltaTable
+
+from lakemirror.storage import parse_location
+from lakemirror.storage.engine_settings import delta_storage_options
+
+from conftest import Zone, copy_project
+from test_cli import run_cli
+from test_mistakes import FOLDERS, Mirror, statuses
+
+HOLD_LEASE = """
+import sys, time
+from lakemirror.staging.lock import table_locks
+from lakemirror.storage import parse_location
+location = parse_location(sys.argv[1])
+with table_locks(location, ["dbo.customers"], timeout=10, progress=print):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def object_mirror(tmp_path, monkeypatch, server):
+    """A zone of two tables with two files each, a warehouse URL on `server` whose settings
+    come from LAKEMIRROR_STORAGE_OPTIONS, the current directory an empty folder."""
+    url = server.url(server.fresh_prefix("warehouse"))
+    monkeypatch.setenv("LAKEMIRROR_STORAGE_OPTIONS", json.dumps(dict(server.options)))
+    setup = Mirror(Zone(tmp_path / "LandingZone"), parse_location(url),
+                   copy_project(tmp_path / "project"))
+    for folder in FOLDERS:
+        setup.zone.table(folder, ["id"])
+        setup.publish(folder, 1)
+        setup.publish(folder, 2)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    return setup
+
+
+def test_a_zone_mirrors_exactly_into_object_storage(tmp_path, monkeypatch, object_store_server):
+    setup = object_mirror(tmp_path, monkeypatch, object_store_server)
+    first = setup.run()
+    assert first.exit_code == 0, first.output
+    assert statuses(first) == {"dbo.customers": "replicating", "sales.orders": "replicating"}
+    for folder in FOLDERS:
+        setup.assert_exact(folder, files=2)
+    for folder in FOLDERS:
+        setup.publish(folder, 3)
+    second = setup.run()
+    assert second.exit_code == 0, second.output
+    for folder in FOLDERS:
+        setup.assert_exact(folder)
+        setup.assert_continued(folder)
+    url = str(setup.warehouse)
+    status = run_cli("status", "--json", "--warehouse", url)
+    assert status.exit_code == 0, status.output
+    assert {(t["schema"], t["table"], t["status"]) for t in json.loads(status.output)["tables"]
+            } == {("dbo", "customers", "replicating"), ("sales", "orders", "replicating")}
+    inspected = run_cli("inspect", "--json", "--warehouse", url)
+    assert inspected.exit_code == 0, inspected.output
+    names = {table["table"] for table in json.loads(inspected.output)}
+    assert {"dbo.customers", "sales.orders"} <= names
+    assert list((tmp_path / "cwd").iterdir()) == []  # no folder `s3:` or `az:`
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+        "LandingZone", "cwd", "project"]
+
+
+def test_a_table_another_runner_holds_is_not_applied(tmp_path, monkeypatch, s3_server):
+    """A runner elsewhere (another process: another machine to the lease) holds the table's
+    lease: a run waits for it, gives up after its lock timeout with nothing applied, and
+    mirrors once the holder released it."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    url = str(setup.warehouse)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LEASE, url, "6"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        blocked = setup.run("--lock-timeout", "1")
+        assert holder.poll() is None  # the run gave up while the lease was held
+    finally:
+        holder.wait(timeout=60)
+    assert blocked.exit_code == 2, blocked.output
+    assert "another lakemirror run is still working on this table" in blocked.output
+    assert "dbo.customers" in blocked.output
+    options = delta_storage_options(setup.warehouse)
+    for schema, table in FOLDERS.values():
+        assert not DeltaTable.is_deltatable(f"{url}/{schema}/{table}", storage_options=options)
+    after = setup.run("--lock-timeout", "1")  # released: taken at once
+    assert after.exit_code == 0, after.output
+    for folder in FOLDERS:
+        setup.assert_exact(folder, files=2)
