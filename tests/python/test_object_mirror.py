@@ -1,15 +1,19 @@
 """A warehouse in object storage (Azurite's az://, moto's s3://) end to end through the CLI,
 on the embedded engine: a zone mirrors exactly as the reference model says, the next run
 applies the next file, `status` and `inspect` read the warehouse there, nothing is written to
-a local folder, and a table whose lease another runner holds is never applied by a second."""
+a local folder, a table whose lease another runner holds is never applied by a second, and
+a runner that lost its lease commits nothing more."""
 
 import json
 import subprocess
 import sys
+import time
 
+import obstore
 from deltalake import DeltaTable
 
-from lakemirror.storage import parse_location
+from lakemirror.run import ingest as ingest_phase
+from lakemirror.storage import open_store, parse_location
 from lakemirror.storage.engine_settings import delta_storage_options
 
 from conftest import Zone, copy_project
@@ -19,7 +23,8 @@ from test_mistakes import FOLDERS, Mirror, statuses
 HOLD_LEASE = """
 import sys, time
 from lakemirror.staging.lock import table_locks
-from lakemirror.storage import parse_location
+from lakemirror.run import ingest as ingest_phase
+from lakemirror.storage import open_store, parse_location
 location = parse_location(sys.argv[1])
 with table_locks(location, ["dbo.customers"], timeout=10, progress=print):
     print("held", flush=True)
@@ -95,3 +100,31 @@ def test_a_table_another_runner_holds_is_not_applied(tmp_path, monkeypatch, s3_s
     assert after.exit_code == 0, after.output
     for folder in FOLDERS:
         setup.assert_exact(folder, files=2)
+
+
+def test_a_lease_lost_mid_run_stops_its_table_and_the_build(tmp_path, monkeypatch, s3_server):
+    """A runner whose lease on a table was taken over (its heartbeat found another holder)
+    stages nothing more for that table and builds nothing: the run fails with exit code 2."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    monkeypatch.setenv("LAKEMIRROR_LEASE_SECONDS", "1.5")  # a heartbeat every half second
+    store, real = open_store(setup.warehouse), ingest_phase.ingest_table
+
+    def taken_over_meanwhile(table, *args, **kwargs):
+        if table.qualified_name == "dbo.customers":
+            obstore.put(store, "_lakemirror/locks/sales.orders.lease", json.dumps(
+                {"holder": "another-runner", "expires": time.time() + 60}).encode())
+            time.sleep(2)
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_phase, "ingest_table", taken_over_meanwhile)
+    result = setup.run()
+    assert result.exit_code == 2, result.output
+    assert "the lease of sales.orders was not renewed in time" in result.output
+    options = delta_storage_options(setup.warehouse)
+    url = str(setup.warehouse)
+    assert DeltaTable.is_deltatable(f"{url}/_lakemirror/staging/dbo/customers",
+                                    storage_options=options)
+    for schema, table in FOLDERS.values():
+        assert not DeltaTable.is_deltatable(f"{url}/{schema}/{table}", storage_options=options)
+    assert not DeltaTable.is_deltatable(f"{url}/_lakemirror/staging/sales/orders",
+                                        storage_options=options)

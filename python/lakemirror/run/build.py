@@ -21,6 +21,7 @@ from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.scope import Scope
 from lakemirror.staging import staging_table_name
+from lakemirror.staging.lock import ensure_held
 from lakemirror.storage.engine_settings import engine_environment
 from lakemirror.table_outcome import rebuild_after_crash
 
@@ -40,6 +41,7 @@ def build(service: MirrorService, scope: Scope | None = None, *,
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
     extra_vars = unattached if damaged else {}
+    ensure_held(service.warehouse)
     service.progress(f"dbt build {' '.join(selection)}".rstrip())
     try:
         nodes = service._dbt("build", *selection, extra_vars=extra_vars)

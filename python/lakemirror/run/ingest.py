@@ -20,7 +20,7 @@ from lakemirror.staging import (
     register_relations,
     staging_table_name,
 )
-from lakemirror.staging.lock import control_lock
+from lakemirror.staging.lock import control_lock, ensure_held
 from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
 
@@ -63,6 +63,7 @@ def _ingest_table(service: MirrorService, table: LandingTable) -> IngestResult:
     """Stage one table's new files; whatever goes wrong fails this table alone."""
     service.progress(f"ingest {table.qualified_name}")
     try:
+        ensure_held(service.warehouse, [table.qualified_name])
         for path, recovery in _owned_tables(service, table) if table.problem is None else ():
             check_newest_commit(path, table=table.qualified_name, recovery=recovery)
         result = ingest_table(table, service.layout, retention_days=service.retention_days,

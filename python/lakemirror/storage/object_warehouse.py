@@ -18,12 +18,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lakemirror.storage.lease import Lease, try_lease
+from lakemirror.settings import env_number
+from lakemirror.storage.lease import DEFAULT_LEASE_SECONDS, Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
 from lakemirror.storage.secrets import redact
 from lakemirror.storage.warehouse import LOCKS, WarehouseStorage, lock_file_name
 
 MOVES = "_lakemirror/moves"
+LEASE_SECONDS = "LAKEMIRROR_LEASE_SECONDS"  # how long a lease lasts unrenewed (60 s)
 
 
 class ObjectWarehouse(WarehouseStorage):
@@ -96,8 +98,10 @@ class ObjectWarehouse(WarehouseStorage):
         """Nothing: a folder of an object store is gone with its last object."""
 
     def try_lock(self, name: str) -> Lease | None:
+        seconds = env_number(LEASE_SECONDS, DEFAULT_LEASE_SECONDS, "seconds")
         with _os_errors(self.location(LOCKS)):
-            return try_lease(self.store, f"{LOCKS}/{lock_file_name(name)}.lease")
+            return try_lease(self.store, f"{LOCKS}/{lock_file_name(name)}.lease",
+                             seconds=seconds)
 
     def _is_file(self, key: str) -> bool:
         import obstore
