@@ -128,3 +128,16 @@ def test_a_lease_lost_mid_run_stops_its_table_and_the_build(tmp_path, monkeypatc
         assert not DeltaTable.is_deltatable(f"{url}/{schema}/{table}", storage_options=options)
     assert not DeltaTable.is_deltatable(f"{url}/_lakemirror/staging/sales/orders",
                                         storage_options=options)
+
+
+def test_the_spark_targets_refuse_a_warehouse_url_before_writing(tmp_path, monkeypatch,
+                                                                s3_server):
+    """Spark needs Hadoop's cloud connectors for a URL warehouse, which lakemirror does not
+    set up: the spark and connect targets refuse it, naming the fix, and write nothing."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    for target in ("spark", "connect"):
+        result = setup.run("--target", target)
+        assert result.exit_code == 2, result.output
+        assert f"the {target} target would need the Hadoop cloud connectors" in result.output
+        assert "--target embedded" in result.output
+    assert not s3_server.store().list(str(setup.warehouse.prefix)).collect()
