@@ -5,6 +5,7 @@ a local folder, a table whose lease another runner holds is never applied by a s
 a runner that lost its lease commits nothing more."""
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ import time
 import obstore
 from deltalake import DeltaTable
 
+from lakemirror.delta.access import delta_table
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 from lakemirror.storage.engine_settings import delta_storage_options
@@ -23,6 +25,7 @@ from test_mistakes import FOLDERS, Mirror, statuses
 HOLD_LEASE = """
 import sys, time
 from lakemirror.staging.lock import table_locks
+from lakemirror.delta.access import delta_table
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 location = parse_location(sys.argv[1])
@@ -141,3 +144,29 @@ def test_the_spark_targets_refuse_a_warehouse_url_before_writing(tmp_path, monke
         assert f"the {target} target would need the Hadoop cloud connectors" in result.output
         assert "--target embedded" in result.output
     assert not s3_server.store().list(str(setup.warehouse.prefix)).collect()
+
+
+def test_maintenance_a_drop_and_the_tables_return_in_object_storage(tmp_path, monkeypatch,
+                                                                  azurite_server):
+    """`maintain` compacts there; a table whose folder went away is dropped (its folders
+    moved, object by object, into the dropped area) and comes back with its folder, going on
+    from its state."""
+    setup = object_mirror(tmp_path, monkeypatch, azurite_server)
+    assert setup.run().exit_code == 0
+    maintained = run_cli("maintain", "--json", "--warehouse", str(setup.warehouse))
+    assert maintained.exit_code == 0, maintained.output
+    assert "OPTIMIZE" in {entry["operation"] for entry in
+                          delta_table(setup.warehouse / "dbo" / "customers").history()}
+    shutil.move(setup.zone.root / "Customers", tmp_path / "aside")
+    dropped = setup.run()
+    assert statuses(dropped) == {"dbo.customers": "dropped", "sales.orders": "replicating"}
+    assert not DeltaTable.is_deltatable(f"{setup.warehouse}/dbo/customers",
+                                        storage_options=delta_storage_options(setup.warehouse))
+    shutil.move(tmp_path / "aside", setup.zone.root / "Customers")
+    for folder in FOLDERS:
+        setup.publish(folder, 3)
+    back = setup.run()
+    assert statuses(back) == {"dbo.customers": "replicating", "sales.orders": "replicating"}
+    for folder in FOLDERS:
+        setup.assert_exact(folder)
+        setup.assert_continued(folder)

@@ -156,7 +156,9 @@ def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: str) -> N
     names = f"relation_name in ('{schema}.{table}', '{schema}.{table}{HISTORY_SUFFIX}')"
     rows = query_table(path, f"select * from delta_table where {names}")
     if rows.num_rows:
-        pq.write_table(rows, warehouse.storage.location(kept))
+        written = pa.BufferOutputStream()
+        pq.write_table(rows, written)
+        warehouse.storage.write_bytes(kept, written.getvalue().to_pybytes())
     retry_on_conflict(lambda: delta_table(path).delete(names),
                       what=f"forget the batches of {schema}.{table}",
                       progress=lambda message: None)

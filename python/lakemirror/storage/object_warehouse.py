@@ -67,11 +67,11 @@ class ObjectWarehouse(WarehouseStorage):
         except FileNotFoundError:
             return None
 
-    def write_text(self, key: str, text: str) -> None:
+    def write_bytes(self, key: str, data: bytes) -> None:
         import obstore
 
         with _os_errors(self.location(key)):
-            obstore.put(self.store, _clean(key), text.encode("utf-8"))
+            obstore.put(self.store, _clean(key), data)
 
     def move(self, source: str, destination: str) -> None:
         import obstore

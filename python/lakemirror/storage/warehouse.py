@@ -117,8 +117,12 @@ class WarehouseStorage(ABC):
     def read_text(self, key: str) -> str | None:
         """The text of the file at `key`; None when there is no file."""
 
-    @abstractmethod
     def write_text(self, key: str, text: str) -> None:
+        """Replace the file at `key` whole (atomically) with `text`, making its folders."""
+        self.write_bytes(key, text.encode("utf-8"))
+
+    @abstractmethod
+    def write_bytes(self, key: str, data: bytes) -> None:
         """Replace the file at `key` whole (atomically), making its folders."""
 
     @abstractmethod
@@ -178,11 +182,11 @@ class LocalWarehouse(WarehouseStorage):
         path = self._path(key)
         return path.read_text("utf-8") if path.is_file() else None
 
-    def write_text(self, key: str, text: str) -> None:
+    def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial")
-        partial.write_text(text, "utf-8")
+        partial.write_bytes(data)
         os.replace(partial, path)
 
     def move(self, source: str, destination: str) -> None:
