@@ -9,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import obstore
 from deltalake import DeltaTable
 
 from lakemirror.delta.access import delta_table
+from lakemirror.delta.rows import query_table
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 from lakemirror.storage.engine_settings import delta_storage_options
@@ -26,6 +28,7 @@ HOLD_LEASE = """
 import sys, time
 from lakemirror.staging.lock import table_locks
 from lakemirror.delta.access import delta_table
+from lakemirror.delta.rows import query_table
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 location = parse_location(sys.argv[1])
@@ -170,3 +173,24 @@ def test_maintenance_a_drop_and_the_tables_return_in_object_storage(tmp_path, mo
     for folder in FOLDERS:
         setup.assert_exact(folder)
         setup.assert_continued(folder)
+
+
+def test_two_runners_at_once_never_both_apply_a_table(tmp_path, monkeypatch, s3_server):
+    """Two `lakemirror run` processes started together on one warehouse URL (each with its own
+    engine): both succeed, the tables mirror exactly, and each table's batch was applied by
+    one of them only."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    command = [str(Path(sys.executable).parent / "lakemirror"), "run", "--landing-zone",
+               str(setup.zone.root), "--warehouse", str(setup.warehouse), "--project-dir",
+               str(setup.project)]
+    runners = [subprocess.Popen(command, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT) for _ in range(2)]
+    outputs = [runner.communicate(timeout=600)[0] for runner in runners]
+    assert [runner.returncode for runner in runners] == [0, 0], outputs
+    for folder in FOLDERS:
+        setup.assert_exact(folder, files=2)
+    applied = query_table(setup.warehouse / "_lakemirror/control/mirror_batches",
+                          "select relation_name, count(*) as times from delta_table "
+                          "where kind = 'applied' group by relation_name").to_pylist()
+    assert sorted((row["relation_name"], row["times"]) for row in applied) == [
+        ("dbo.customers", 1), ("sales.orders", 1)], outputs
