@@ -1,11 +1,13 @@
 """A warehouse in object storage (Azurite's az://, moto's s3://) end to end through the CLI,
 on the embedded engine: a zone mirrors exactly as the reference model says, the next run
 applies the next file, `status` and `inspect` read the warehouse there, nothing is written to
-a local folder, a table whose lease another runner holds is never applied by a second, and
-a runner that lost its lease commits nothing more."""
+a local folder, a table whose lease another runner holds is never applied by a second, a
+runner that lost its lease commits nothing more, and a killed runner's leases expire."""
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +79,10 @@ def test_a_zone_mirrors_exactly_into_object_storage(tmp_path, monkeypatch, objec
     assert inspected.exit_code == 0, inspected.output
     names = {table["table"] for table in json.loads(inspected.output)}
     assert {"dbo.customers", "sales.orders"} <= names
+    doctor = run_cli("doctor", "--json", "--readers", "delta-rs", "--warehouse", url)
+    assert doctor.exit_code == 0, doctor.output
+    assert {"dbo.customers", "sales.orders"} <= {
+        table["table"] for table in json.loads(doctor.output)}
     assert list((tmp_path / "cwd").iterdir()) == []  # no folder `s3:` or `az:`
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [
         "LandingZone", "cwd", "project"]
@@ -194,3 +200,32 @@ def test_two_runners_at_once_never_both_apply_a_table(tmp_path, monkeypatch, s3_
                           "where kind = 'applied' group by relation_name").to_pylist()
     assert sorted((row["relation_name"], row["times"]) for row in applied) == [
         ("dbo.customers", 1), ("sales.orders", 1)], outputs
+
+
+def test_a_runner_killed_mid_build_leaves_a_lease_that_expires(tmp_path, monkeypatch,
+                                                              azurite_server):
+    """A runner killed while dbt builds (its engine with it) leaves its leases behind: the
+    next run waits for them to expire, then mirrors exactly."""
+    setup = object_mirror(tmp_path, monkeypatch, azurite_server)
+    monkeypatch.setenv("LAKEMIRROR_LEASE_SECONDS", "4")
+    killed = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lakemirror"), "run", "--landing-zone",
+         str(setup.zone.root), "--warehouse", str(setup.warehouse), "--project-dir",
+         str(setup.project)], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        for line in killed.stdout:
+            if line.startswith("dbt build"):
+                break
+        time.sleep(1)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+    store = open_store(setup.warehouse)
+    leases = [json.loads(bytes(obstore.get(store, meta["path"]).bytes()))
+              for meta in obstore.list(store, "_lakemirror/locks/").collect()]
+    assert any(lease["expires"] > time.time() for lease in leases)  # held when it was killed
+    after = setup.run()
+    assert after.exit_code == 0, after.output
+    for folder in FOLDERS:
+        setup.assert_exact(folder, files=2)
