@@ -14,15 +14,17 @@ import time
 from pathlib import Path
 
 import obstore
+import pyarrow as pa
 from deltalake import DeltaTable
 
 from lakemirror.delta.access import delta_table
 from lakemirror.delta.rows import query_table
+from lakemirror.reference import ROW_MARKER
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 from lakemirror.storage.engine_settings import delta_storage_options
 
-from conftest import Zone, copy_project
+from conftest import Zone, as_multiset, copy_project, mirrored_rows
 from test_cli import run_cli
 from test_mistakes import FOLDERS, Mirror, statuses
 
@@ -31,6 +33,7 @@ import sys, time
 from lakemirror.staging.lock import table_locks
 from lakemirror.delta.access import delta_table
 from lakemirror.delta.rows import query_table
+from lakemirror.reference import ROW_MARKER
 from lakemirror.run import ingest as ingest_phase
 from lakemirror.storage import open_store, parse_location
 location = parse_location(sys.argv[1])
@@ -229,3 +232,19 @@ def test_a_runner_killed_mid_build_leaves_a_lease_that_expires(tmp_path, monkeyp
     assert after.exit_code == 0, after.output
     for folder in FOLDERS:
         setup.assert_exact(folder, files=2)
+
+
+def test_a_widened_column_rewrites_staging_in_object_storage(tmp_path, monkeypatch, s3_server):
+    """A file that widens a column (int32 to int64) rewrites the staged rows, read back from
+    the store with the warehouse's settings."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    narrow = pa.schema([("id", pa.int64()), ("n", pa.int32()), (ROW_MARKER, pa.int32())])
+    wide = pa.schema([("id", pa.int64()), ("n", pa.int64()), (ROW_MARKER, pa.int32())])
+    setup.zone.table("Wide", ["id"])
+    setup.zone.write("Wide", 1, [{"id": 1, "n": 1, ROW_MARKER: 0}], narrow)
+    assert setup.run().exit_code == 0
+    setup.zone.write("Wide", 2, [{"id": 2, "n": 2**40, ROW_MARKER: 0}], wide)
+    widened = setup.run()
+    assert statuses(widened)["dbo.wide"] == "replicating", widened.output
+    assert mirrored_rows(setup.warehouse, "dbo", "wide") == as_multiset(
+        [{"id": 1, "n": 1}, {"id": 2, "n": 2**40}])

@@ -44,7 +44,7 @@ from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.parts import write_parts
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
-from lakemirror.storage.location import Location
+from lakemirror.storage.location import Location, ObjectLocation
 
 SEQUENCE_KEY = "lakemirror.sequence"
 FILE_KEY = "lakemirror.file"
@@ -285,10 +285,14 @@ class StagingTable:
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
         writes); staging is append-only, so its files are all its rows (a pyarrow Dataset;
-        pyarrow.dataset is imported here, as it is slow to import)."""
+        pyarrow.dataset is imported here, as it is slow to import). In object storage, where
+        pyarrow has no credentials, delta-rs's file system reads them: the parts are written
+        by pyarrow, and delta-rs commits only once they are all read."""
         import pyarrow.dataset as ds
 
         table = delta_table(self.location)
+        if isinstance(self.location, ObjectLocation):
+            return table.to_pyarrow_dataset()
         return ds.dataset(table.file_uris(), schema=pa.schema(table.schema().to_arrow()),
                           format="parquet")
 
