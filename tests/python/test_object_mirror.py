@@ -248,3 +248,22 @@ def test_a_widened_column_rewrites_staging_in_object_storage(tmp_path, monkeypat
     assert statuses(widened)["dbo.wide"] == "replicating", widened.output
     assert mirrored_rows(setup.warehouse, "dbo", "wide") == as_multiset(
         [{"id": 1, "n": 1}, {"id": 2, "n": 2**40}])
+
+
+def test_history_versions_are_kept_in_object_storage(tmp_path, monkeypatch, s3_server):
+    """The SCD2 history model (dbt var lakemirror_history) of a URL warehouse keeps every
+    version of every key, the current ones those of the mirrored table."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    settings = setup.project / "dbt_project.yml"
+    settings.write_text(settings.read_text().replace(
+        "vars:\n", "vars:\n  lakemirror_history: ['dbo.customers']\n"))
+    assert setup.run().exit_code == 0
+    for folder in FOLDERS:
+        setup.publish(folder, 3)
+    assert setup.run().exit_code == 0
+    versions = delta_table(setup.warehouse / "dbo" / "customers__history").to_pyarrow_table()
+    assert sorted((row["id"], row["v"]) for row in versions.to_pylist()) == [
+        (1, "one"), (1, "v1"), (2, "v2"), (3, "three"), (3, "v3"), (4, "four")]
+    assert as_multiset([{"id": row["id"], "v": row["v"]} for row in versions.to_pylist()
+                        if row["_lm_is_current"]]) == mirrored_rows(
+        setup.warehouse, "dbo", "customers")
