@@ -24,6 +24,7 @@ from lakemirror.landing.zone import ZoneDoor, as_door
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def zone_identity(given: Path | ObjectLocation) -> ZoneIdentity:
     return ZoneIdentity(given.url, given.url)
 
 
-def read_binding(warehouse: Path) -> Binding | None:
+def read_binding(warehouse: Location) -> Binding | None:
     """The warehouse's record; None for a new warehouse (or one an earlier version made)."""
     storage = warehouse_storage(warehouse)
     text = storage.read_text(RECORD.as_posix())
@@ -80,7 +81,7 @@ def read_binding(warehouse: Path) -> Binding | None:
                                ) from error
 
 
-def recorded_binding(warehouse: Path) -> Binding | None:
+def recorded_binding(warehouse: Location) -> Binding | None:
     """The warehouse's record, None also when it is damaged (to be written again)."""
     try:
         return read_binding(warehouse)
@@ -88,7 +89,7 @@ def recorded_binding(warehouse: Path) -> Binding | None:
         return None
 
 
-def write_binding(warehouse: Path, binding: Binding) -> None:
+def write_binding(warehouse: Location, binding: Binding) -> None:
     """Record the binding atomically, when it changed."""
     if recorded_binding(warehouse) == binding:
         return
@@ -116,7 +117,7 @@ def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
     write_binding(warehouse.root, Binding(zone, tables))
 
 
-def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse: Path, *,
+def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse: Location, *,
                   rebind: bool = False) -> None:
     """Refuse a run that looks like a mistake, before it writes anything: a landing zone that
     is a warehouse, a warehouse that is a landing zone (both: the folders swapped), or, unless
@@ -144,7 +145,7 @@ def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse:
 
 
 def _refusal(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, bound: Binding,
-             warehouse: Path) -> str:
+             warehouse: Location) -> str:
     where = (f"the warehouse {warehouse} mirrors the landing zone {bound.zone.given} "
              f"({bound.zone.resolved}), not {zone.given} ({zone.resolved})")
     if zone.inside(bound.zone):
@@ -189,10 +190,12 @@ def looks_like_warehouse(folder: PurePath | ZoneDoor) -> bool:
         return False
 
 
-def looks_like_landing_zone(folder: Path) -> bool:
+def looks_like_landing_zone(folder: Location) -> bool:
     """Whether a table folder of `folder` (as a zone's tables are laid out) holds a landing
-    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`."""
-    if not warehouse_storage(folder).is_folder("") or looks_like_warehouse(folder):
+    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`. Only
+    a local folder is looked at: a zone in object storage has its own door."""
+    if (not isinstance(folder, Path) or not warehouse_storage(folder).is_folder("")
+            or looks_like_warehouse(folder)):
         return False
     try:
         tables = discover_tables(folder)

@@ -139,6 +139,13 @@ class LockTimeoutError(LakemirrorError):
     exit_code = 2
 
 
+class LockLostError(LakemirrorError):
+    """The lease this run held on a table of a warehouse in object storage expired unrenewed
+    or was taken over: nothing more is committed for the table (exit code 2)."""
+
+    exit_code = 2
+
+
 class CorruptTableError(LakemirrorError):
     """A Delta table lakemirror owns has a damaged log; it is never read around."""
 

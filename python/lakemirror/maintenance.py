@@ -19,11 +19,9 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
-
-from deltalake import DeltaTable
 
 from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
+from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.monitor import applied_positions
 from lakemirror.settings import env_number
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
@@ -31,6 +29,7 @@ from lakemirror.staging.ingest import CONDITIONAL_KEY
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
+from lakemirror.storage.location import Location
 
 MAINTENANCE_HOURS = "LAKEMIRROR_MAINTENANCE_HOURS"
 DEFAULT_MAINTENANCE_HOURS = 24.0
@@ -50,7 +49,7 @@ class TableMaintenance:
     skipped: tuple[str, ...] = ()  # steps not done, with why
 
 
-def maintain(warehouse: Path, tables: Sequence[str] = (), *,
+def maintain(warehouse: Location, tables: Sequence[str] = (), *,
              lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
              progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
     """Maintain the named staged tables ('schema.table'), or all of them."""
@@ -80,12 +79,12 @@ def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
     the two, so compaction never folds changes the history has not read yet."""
     schema, table = name.split(".", 1)
     watermark = applied.get(name, 0)
-    if not DeltaTable.is_deltatable(str(layout.mirrored_path(schema, table + HISTORY_SUFFIX))):
+    if not is_delta_table(layout.mirrored_path(schema, table + HISTORY_SUFFIX)):
         return watermark
     return min(watermark, applied.get(history_relation(schema, table), 0))
 
 
-def due_tables(warehouse: Path, names: Sequence[str]) -> list[str]:
+def due_tables(warehouse: Location, names: Sequence[str]) -> list[str]:
     """The tables whose last maintenance is older than LAKEMIRROR_MAINTENANCE_HOURS. A table
     seen for the first time is stamped now: it has nothing to maintain yet."""
     hours = maintenance_hours()
@@ -112,7 +111,7 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
     folded = Compaction(0, 0)
-    last = DeltaTable(str(staging)).history(limit=1)
+    last = delta_table(staging).history(limit=1)
     recorded = last[0] if last else {}
     if CONDITIONAL_KEY not in recorded:
         skipped.append("staging compaction: staged by an older lakemirror (the next staged "
@@ -125,18 +124,18 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
         except Exception as error:  # a delta-rs refusal: the table is left as it was
             skipped.append(f"staging compaction: {type(error).__name__}: {error}")
     removed = 0
-    if DeltaTable.is_deltatable(str(mirrored)):
+    if is_delta_table(mirrored):
         try:
-            metrics = DeltaTable(str(mirrored)).optimize.compact()
+            metrics = delta_table(mirrored).optimize.compact()
             removed = int(metrics.get("numFilesRemoved", 0)) - int(metrics.get("numFilesAdded", 0))
         except Exception as error:
             skipped.append(f"mirrored compaction: {type(error).__name__}: {error}")
     vacuumed = 0
     for path in (staging, mirrored):
-        if not DeltaTable.is_deltatable(str(path)):
+        if not is_delta_table(path):
             continue
         try:
-            vacuumed += len(DeltaTable(str(path)).vacuum(dry_run=False))
+            vacuumed += len(delta_table(path).vacuum(dry_run=False))
         except Exception as error:
             skipped.append(f"vacuum of {path.name}: {type(error).__name__}: {error}")
     return TableMaintenance(schema, table, folded.rows_before, folded.rows_after,

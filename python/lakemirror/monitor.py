@@ -11,13 +11,14 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
 
+from lakemirror.delta.access import is_delta_table, write_delta
 from lakemirror.delta.rows import query_table, read_control_table
 from lakemirror.errors import LandingZoneError
 from lakemirror.landing.zone import LandingZone, ZoneDoor, as_door, parse_json
 from lakemirror.staging.layout import Warehouse
 from lakemirror.status import TableStatus
+from lakemirror.storage.location import Location
 
 if TYPE_CHECKING:  # `lakemirror status` reads records without the ingest machinery
     from lakemirror.staging.ingest import IngestResult
@@ -96,7 +97,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
 def applied_positions(warehouse: Warehouse) -> dict[str, int]:
     """The applied watermark of each mirrored relation ('schema.table')."""
     path = warehouse.control_path("mirror_batches")
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_delta_table(path):
         return {}
     maxima = query_table(path, "select relation_name, max(batch_end) as batch_end "
                                "from delta_table where kind = 'applied' group by relation_name")
@@ -138,7 +139,7 @@ def write_monitor(warehouse: Warehouse, records: Sequence[TableMonitor],
         return
     table = pa.Table.from_pylist([{**asdict(record), "warnings": list(record.warnings)}
                                   for record in records], schema=MONITOR_SCHEMA)
-    write_deltalake(str(warehouse.control_path("table_monitor")), table, mode="overwrite",
+    write_delta(warehouse.control_path("table_monitor"), table, mode="overwrite",
                     schema_mode="overwrite")
 
 
@@ -152,7 +153,7 @@ def record_partner_events(zone: PurePath | ZoneDoor, warehouse: Warehouse) -> Pa
     door = as_door(zone)
     info = parse_partner_events(door.root / PARTNER_EVENTS_FILE, door)
     if info is not None and read_partner(warehouse) != info:
-        write_deltalake(str(warehouse.control_path("partner")),
+        write_delta(warehouse.control_path("partner"),
                         pa.Table.from_pylist([asdict(info)], schema=PARTNER_SCHEMA),
                         mode="overwrite", schema_mode="overwrite")
     return info
@@ -223,8 +224,8 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    if not DeltaTable.is_deltatable(str(path)):
+def _read(path: Location) -> list[dict[str, Any]]:
+    if not is_delta_table(path):
         return []
     rows: list[dict[str, Any]] = read_control_table(path).to_pylist()
     return rows

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from lakemirror.codegen.history import HISTORY_SUFFIX
 from lakemirror.conflicts import classify_conflict
@@ -18,9 +17,10 @@ from lakemirror.node_result import NodeResult
 from lakemirror.staging import IngestResult, staging_table_name
 from lakemirror.staging.failures import as_failure
 from lakemirror.status import TableStatus
+from lakemirror.storage.location import Location
 
 
-def failed_ingest(table: LandingTable, error: Exception, warehouse: Path,
+def failed_ingest(table: LandingTable, error: Exception, warehouse: Location,
                   base: IngestResult | None = None) -> IngestResult:
     """`table`'s failed ingest result for any error (classified as staging classifies its
     own); `base` keeps what was staged before."""

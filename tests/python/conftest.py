@@ -25,6 +25,7 @@ from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService, RunSettings
+from lakemirror.storage.location import Location
 
 REPO = Path(__file__).resolve().parents[2]
 # Test files are written just before each run: without a settle window they are staged at
@@ -130,9 +131,10 @@ def spark_session() -> Any:
         SESSION_MARK: "", "spark.ui.enabled": "false", "spark.log.level": "ERROR"}).getOrCreate()
 
 
-def mirrored_rows(warehouse: Path, schema: str, table: str) -> Counter[tuple[Any, ...]]:
+def mirrored_rows(warehouse: Location, schema: str, table: str) -> Counter[tuple[Any, ...]]:
     """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items
-    (read through delta-rs's SQL engine when the table has deletion vectors)."""
+    (read through delta-rs's SQL engine when the table has deletion vectors); the warehouse a
+    folder or a place in object storage."""
     data = read_table(warehouse / schema / table)
     columns = [name for name in data.column_names if not name.startswith("_lm_")]
     return Counter(tuple(sorted(row.items())) for row in data.select(columns).to_pylist())

@@ -59,7 +59,7 @@ def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) 
 
 
 def engine_pid() -> int:
-    engine = dbt_phase._child_engine
+    engine = dbt_phase._child_engines.get(())
     assert engine is not None and engine.alive()
     return engine.pid
 

@@ -112,7 +112,7 @@ def test_a_crash_mid_compaction_leaves_staging_as_it_was(tmp_path, monkeypatch):
 
     def crash(*args, **kwargs):
         raise OSError("disk vanished")
-    monkeypatch.setattr("lakemirror.staging.compaction.write_deltalake", crash)
+    monkeypatch.setattr("lakemirror.staging.compaction.write_delta", crash)
     with pytest.raises(OSError):
         compact_staging(staging, mirrored, 2 * ROWS_PER_FILE, keys=["id"],
                         conditional_column=None, table="dbo.t")

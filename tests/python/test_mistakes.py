@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
+from lakemirror.delta.access import delta_table
 from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.storage.location import Location
 
 from conftest import Zone, as_multiset, copy_project, mirrored_rows
 from test_cli import run_cli
@@ -27,7 +28,7 @@ FOLDERS = {"Customers": ("dbo", "customers"), "Sales.schema/Orders": ("sales", "
 @dataclass
 class Mirror:
     zone: Zone
-    warehouse: Path
+    warehouse: Location
     project: Path
 
     def run(self, *args, zone=None, warehouse=None, command="run", env=None):
@@ -47,7 +48,7 @@ class Mirror:
         """The mirrored table went on from its restored state: created once, then merged."""
         schema, table = FOLDERS.get(folder, ("dbo", folder.lower()))
         operations = [entry["operation"] for entry in
-                      DeltaTable(str(self.warehouse / schema / table)).history()]
+                      delta_table(self.warehouse / schema / table).history()]
         assert len([op for op in operations if "CREATE" in op]) == 1, operations
         assert operations[0] == "MERGE", operations
 
@@ -229,17 +230,20 @@ def test_pointing_back_after_a_wrong_rebind_heals_every_table(tmp_path):
     assert {"dbo__customers.sql", "sales__orders.sql"} <= set(setup.models())
 
 
-def test_a_warehouse_url_is_refused_and_no_local_folder_is_made(tmp_path, monkeypatch):
+def test_a_warehouse_url_lakemirror_cannot_use_is_refused_and_no_local_folder_is_made(
+        tmp_path, monkeypatch):
     """`s3://lake/wh` taken for a relative path used to mirror into a folder `s3:` of the
-    current directory with exit code 0: every command refuses it, by option or variable."""
+    current directory with exit code 0: a URL of no store lakemirror knows, or one folded into
+    a path, is refused by every command, by option or variable."""
     fresh = Mirror(Zone(tmp_path / "LandingZone"), tmp_path / "warehouse",
                    copy_project(tmp_path / "project"))
     fresh.zone.table("Customers", ["id"])
     fresh.publish("Customers", 1)
     monkeypatch.chdir(tmp_path)
     before = sorted(tmp_path.rglob("*")), checksums(tmp_path)
-    url, sas = "s3://lake/wh", "https://account.blob.core.windows.net/lake/wh"
-    by_option = [fresh.run(warehouse=url), fresh.run(warehouse=url, command="ingest")] + [
+    url, sas = "s3:/lake/wh", "https://example.com/lake/wh"
+    by_option = [fresh.run(warehouse=url), fresh.run(warehouse=url, command="ingest"),
+                 fresh.run(warehouse="hdfs://lake/wh")] + [
         run_cli(*command, "--warehouse", url) for command in (
             ("status",), ("maintain",), ("restore",), ("restore", "dbo.customers"),
             ("inspect",), ("doctor", "--readers", "delta-rs"))]
@@ -249,6 +253,5 @@ def test_a_warehouse_url_is_refused_and_no_local_folder_is_made(tmp_path, monkey
     for result in by_option + by_variable:
         assert result.exit_code == 2, result.output
         assert "SECRET" not in result.output
-        assert "is a URL: lakemirror keeps its warehouse in a local folder" in result.output
         assert "nothing was written" in result.output and "--warehouse" in result.output
     assert (sorted(tmp_path.rglob("*")), checksums(tmp_path)) == before

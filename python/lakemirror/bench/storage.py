@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow.parquet as pq
 
@@ -99,8 +99,8 @@ def measure_storage(directory: Path, spec: BenchSpec, progress: Callable[[str], 
         private_project(directory / "project", readers=readers),
         quiet=True, warm=True)
     service = MirrorService(settings)
-    staging = settings.layout.staging_path("dbo", table.name.lower())
-    mirrored = settings.layout.mirrored_path("dbo", table.name.lower())
+    staging = cast(Path, settings.layout.staging_path("dbo", table.name.lower()))  # on disk
+    mirrored = cast(Path, settings.layout.mirrored_path("dbo", table.name.lower()))
     _run(service, "initial load")
     for number, path in enumerate(table.files[1:], start=1):
         (pending / path.name).rename(path)

@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
 from lakemirror.delta import (
@@ -25,6 +24,8 @@ from lakemirror.delta.features import TABLE_FEATURES_WRITER_VERSION, Protocol
 from lakemirror.delta.log import ISOLATION_LEVEL, UNSET_ISOLATION_LEVEL
 from lakemirror.errors import ConfigError
 from lakemirror.staging import Warehouse
+from lakemirror.storage.location import Location
+from lakemirror.storage.warehouse import warehouse_location
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,10 @@ class TableReaders:
         return "deletionVectors" in self.log.protocol.features_to_read()
 
 
-def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -> list[TableLog]:
+def table_logs(warehouse: Location, table: str | None = None, *,
+               history: int = 0) -> list[TableLog]:
     """The logs of one table (by name) or of every table in the warehouse."""
-    layout = Warehouse(warehouse.resolve())
+    layout = Warehouse(warehouse_location(warehouse))
     if not layout.storage.is_folder(""):
         raise ConfigError(f"warehouse folder {warehouse} does not exist",
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
@@ -56,7 +58,7 @@ def table_logs(warehouse: Path, table: str | None = None, *, history: int = 0) -
     return [read_log(chosen_table, history=history) for chosen_table in chosen]
 
 
-def doctor(warehouse: Path, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
+def doctor(warehouse: Location, profiles: Sequence[ReaderProfile]) -> list[TableReaders]:
     blockers = deletion_vector_blockers(profiles)
     return [TableReaders(log, tuple(judge(profile, log.protocol) for profile in profiles),
                          blockers if log.table.kind == "mirrored" else ())

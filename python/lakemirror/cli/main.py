@@ -17,25 +17,11 @@ from lakemirror.storage.secrets import redact
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
     from lakemirror.status import TableStatus
-    from lakemirror.storage import ObjectLocation
+    from lakemirror.storage import Location, ObjectLocation
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 PATH = click.Path(path_type=Path, file_okay=False)
-
-
-class WarehousePath(click.Path):
-    """A warehouse folder; a URL is refused before anything is written, not taken for a
-    relative path."""
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> Any:
-        from lakemirror.storage.warehouse import local_warehouse
-
-        return super().convert(local_warehouse(value), param, ctx)
-
-
-WAREHOUSE = WarehousePath(path_type=Path, file_okay=False)
 
 
 class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
@@ -44,14 +30,19 @@ class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from c
 
     name = "path|url"
 
+    def parse(self, value: str) -> Path | ObjectLocation:
+        from lakemirror.storage import parse_location
+
+        return parse_location(value)
+
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Path | ObjectLocation:
-        from lakemirror.storage import ObjectLocation, open_store, parse_location
+        from lakemirror.storage import ObjectLocation, open_store
 
         if isinstance(value, (Path, ObjectLocation)):
             return value
         try:
-            location = parse_location(value)
+            location = self.parse(value)
             if isinstance(location, Path):
                 return cast(Path, PATH.convert(value, param, ctx))  # path_type=Path
             open_store(location)
@@ -61,6 +52,19 @@ class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from c
 
 
 LOCATION = LocationType()
+
+
+class WarehouseType(LocationType):
+    """A warehouse: a folder, or a URL in object storage; a URL lakemirror cannot use is
+    refused before anything is written, never taken for a relative path."""
+
+    def parse(self, value: str) -> Path | ObjectLocation:
+        from lakemirror.storage.warehouse import warehouse_location
+
+        return warehouse_location(value)
+
+
+WAREHOUSE = WarehouseType()
 
 
 class ErrorBoundary(click.Group):
@@ -149,7 +153,7 @@ def mirror_options(command: Command) -> Command:
 @click.option("--watch", "watch_interval", type=click.FloatRange(min=0.05), default=None,
               metavar="SECONDS", help="Keep running: check the zone every SECONDS and mirror "
                                       "again when a file lands (warm engine, parsed project).")
-def run(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None, target: str,
+def run(landing_zone: Location, warehouse: Location, project_dir: Path | None, target: str,
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
         engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
         as_json: bool, watch_interval: float | None) -> None:
@@ -200,8 +204,8 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
 
 @cli.command()
 @mirror_options
-def ingest(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None,
-           target: str, retention_days: float, tables: tuple[str, ...], lock_timeout: float,
+def ingest(landing_zone: Location, warehouse: Location, project_dir: Path | None, target: str,
+           retention_days: float, tables: tuple[str, ...], lock_timeout: float,
            engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
            as_json: bool) -> None:
     """Ingest new files and generate models, without running dbt (run `dbt build` after)."""
@@ -222,12 +226,13 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
 @click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def table_status(warehouse: Path, as_json: bool) -> None:
+def table_status(warehouse: Location, as_json: bool) -> None:
     """Per-table monitoring from the last run: status, files pending, rows, errors."""
     from lakemirror import monitor
     from lakemirror.staging import Warehouse
+    from lakemirror.storage.warehouse import warehouse_location
 
-    layout = Warehouse(warehouse.resolve())
+    layout = Warehouse(warehouse_location(warehouse))
     records, partner = monitor.read_records(layout), monitor.read_partner(layout)
     click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
     sys.exit(1 if any(record.status in ("failed", "degraded") for record in records) else 0)
@@ -242,14 +247,16 @@ def table_status(warehouse: Path, as_json: bool) -> None:
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
               help="Seconds to wait for tables a run is working on [env LAKEMIRROR_LOCK_TIMEOUT].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
+def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
              as_json: bool) -> None:
     """Fold applied changes out of staging, compact mirrored tables and vacuum both (files
     older than delta.deletedFileRetentionDuration, default 7 days). `run` does it too, every
     LAKEMIRROR_MAINTENANCE_HOURS (24)."""
     from lakemirror import maintenance
+    from lakemirror.storage.warehouse import warehouse_location
 
-    results = maintenance.maintain(warehouse.resolve(), tables, lock_timeout=lock_timeout,
+    results = maintenance.maintain(warehouse_location(warehouse), tables,
+                                   lock_timeout=lock_timeout,
                                    progress=lambda message: click.echo(message, err=True))
     if as_json:
         click.echo(maintenance.to_json(results))
@@ -269,7 +276,7 @@ def maintain(warehouse: Path, tables: tuple[str, ...], lock_timeout: float,
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
               help="Seconds to wait for the table if a run is working on it "
                    "[env LAKEMIRROR_LOCK_TIMEOUT].")
-def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
+def restore(table: str | None, warehouse: Location, lock_timeout: float) -> None:
     """Bring back a dropped table (its newest copy in the warehouse's dropped area); the next
     run generates its model again and goes on from it. Without SCHEMA.TABLE, list the copies."""
     from lakemirror.binding import read_binding
@@ -279,8 +286,9 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
     from lakemirror.staging.dropped import dropped_copies
     from lakemirror.staging.lock import table_locks
     from lakemirror.storage import parse_location
+    from lakemirror.storage.warehouse import warehouse_location
 
-    layout = Warehouse(warehouse.resolve())
+    layout = Warehouse(warehouse_location(warehouse))
     if table is None:
         copies = dropped_copies(layout)
         click.echo("\n".join(f"{copy.qualified_name}  incarnation {copy.incarnation}  "
@@ -304,7 +312,8 @@ def restore(table: str | None, warehouse: Path, lock_timeout: float) -> None:
 @click.option("--history", type=click.IntRange(min=0), default=5, show_default=True,
               help="How many recent commits to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per table.")
-def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bool) -> None:
+def inspect_tables(table: str | None, warehouse: Location, history: int,
+                   as_json: bool) -> None:
     """Protocol, table features, properties and recent history of TABLE (`Schema.Table`,
     `Table` for dbo, or a staging/control table), or of every table, from the Delta log."""
     from lakemirror.cli.inspect import inspect_json, inspect_text, table_logs
@@ -321,7 +330,7 @@ def inspect_tables(table: str | None, warehouse: Path, history: int, as_json: bo
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE]; without it, list the "
                    "profiles.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def doctor(readers: str | None, warehouse: Path | None, as_json: bool) -> None:
+def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> None:
     """Which readers can no longer read or write each table, and which feature is why; and
     whether new mirrored tables get deletion vectors or stay copy-on-write for them.
 
@@ -427,7 +436,7 @@ def status() -> None:
     sys.exit(0 if address else 1)
 
 
-def _service(landing_zone: Path | ObjectLocation, warehouse: Path, project_dir: Path | None,
+def _service(landing_zone: Location, warehouse: Location, project_dir: Path | None,
              target: str, retention_days: float, lock_timeout: float, engine_timeout: float,
              quiet: bool, *, rebind: bool, confirm_drops: bool,
              max_drop_share: float) -> MirrorService:

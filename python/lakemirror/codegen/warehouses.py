@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.errors import ConfigError
+from lakemirror.storage.location import ObjectLocation
 
 NAME_VARIABLE = "LAKEMIRROR_WAREHOUSE_NAME"
 DEFAULT_NAME = "default"
@@ -58,9 +59,11 @@ def checked_name(name: str) -> str:
     return name
 
 
-def warehouse_name(name: str, warehouse: Path) -> WarehouseName:
+def warehouse_name(name: str, warehouse: Path | ObjectLocation) -> WarehouseName:
     """The warehouse at `warehouse`, named `name`; its legacy paths are its absolute path as
-    given and with links resolved (what earlier versions listed)."""
+    given and with links resolved (what earlier versions listed; a URL was never listed)."""
+    if isinstance(warehouse, ObjectLocation):
+        return WarehouseName(checked_name(name), frozenset())
     given = os.path.abspath(warehouse)
     return WarehouseName(checked_name(name), frozenset(
         {_normal(given), _normal(str(Path(given).resolve()))}))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from lakemirror.errors import CorruptTableError
+from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 
 COMMIT = re.compile(r"[0-9]{20}\.json")
@@ -25,7 +25,7 @@ _ADDED_FILES = ("num_added_files", "numTargetFilesAdded", "numAddedFiles")
 _REMOVED_FILES = ("num_removed_files", "numTargetFilesRemoved", "numRemovedFiles")
 
 
-def check_newest_commit(table_path: Path, *, table: str, recovery: str) -> None:
+def check_newest_commit(table_path: Location, *, table: str, recovery: str) -> None:
     """Raise CorruptTableError when the newest commit of the Delta table at `table_path` is
     damaged; a folder without a Delta log has nothing to check. `recovery` is the fix."""
     storage, log = warehouse_storage(table_path), "_delta_log"

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Literal
 
+from lakemirror.delta.access import delta_table
 from lakemirror.delta.features import Protocol
 from lakemirror.errors import ConfigError
 from lakemirror.staging.layout import CONTROL_SCHEMA, STAGING_SCHEMA, Warehouse, staging_table_name
+from lakemirror.storage.location import Location
 
 TableKind = Literal["mirrored", "model", "staging", "control"]
 KINDS: tuple[TableKind, ...] = ("mirrored", "model", "staging", "control")
@@ -28,7 +29,7 @@ class WarehouseTable:
 
     kind: TableKind
     name: str
-    path: Path
+    path: Location
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def read_log(table: WarehouseTable, *, history: int) -> TableLog:
     """The table's protocol, properties and its last `history` commits, newest first."""
     from deltalake import DeltaTable
 
-    delta = DeltaTable(str(table.path))
+    delta = delta_table(table.path)
     protocol = delta.protocol()
     return TableLog(
         table,
@@ -114,7 +115,7 @@ def _commit(entry: dict[str, Any]) -> Commit:
                   str(entry.get("operation", "")), dict(entry.get("operationMetrics") or {}))
 
 
-def _two_levels(warehouse: Warehouse, root: Path) -> list[tuple[str, str]]:
+def _two_levels(warehouse: Warehouse, root: Location) -> list[tuple[str, str]]:
     """(schema, table) of Delta tables at `<root>/<schema>/<table>`; `_` folders skipped."""
     storage = warehouse.storage
     return [(schema, table) for schema in storage.folders(warehouse.key(root))
@@ -123,5 +124,5 @@ def _two_levels(warehouse: Warehouse, root: Path) -> list[tuple[str, str]]:
             if _is_delta(warehouse, root / schema / table)]
 
 
-def _is_delta(warehouse: Warehouse, path: Path) -> bool:
+def _is_delta(warehouse: Warehouse, path: Location) -> bool:
     return warehouse.storage.is_folder(f"{warehouse.key(path)}/_delta_log")

@@ -3,19 +3,21 @@ delta-rs's Arrow reader out: delta-rs's SQL engine then reads it and applies the
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaProtocolError
 
+from lakemirror.delta.access import delta_table, is_delta_table
+from lakemirror.storage.location import Location
 
-def table_row_count(path: Path) -> int | None:
+
+def table_row_count(path: Location) -> int | None:
     """Row count of the Delta table at `path`, or None when it is not a Delta table."""
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_delta_table(path):
         return None
-    table = DeltaTable(str(path))
+    table = delta_table(path)
     counted = _count_in_log(table)
     if counted is not None:
         return counted
@@ -49,9 +51,9 @@ def _deleted_rows(table: DeltaTable) -> int:
     return int(pc.sum(pc.list_value_length(vectors)).as_py() or 0) - int(kept)
 
 
-def read_table(path: Path) -> pa.Table:
+def read_table(path: Location) -> pa.Table:
     """All rows of the Delta table at `path`."""
-    table = DeltaTable(str(path))
+    table = delta_table(path)
     try:
         return table.to_pyarrow_table()
     except DeltaProtocolError:
@@ -83,16 +85,16 @@ def _plain(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
-def read_control_table(table: Path | DeltaTable) -> pa.Table:
+def read_control_table(table: Location | DeltaTable) -> pa.Table:
     """All rows of a small Delta table (at a path, or a version already open), through
     delta-rs's SQL engine: without pyarrow.dataset, which takes most of a second to import
     (commands such as `status`, idle runs)."""
     return query_table(table, "select * from delta_table")
 
 
-def query_table(table: Path | DeltaTable, query: str) -> pa.Table:
+def query_table(table: Location | DeltaTable, query: str) -> pa.Table:
     """The result of a SQL query over a Delta table (named `delta_table` in it)."""
-    return _sql(table if isinstance(table, DeltaTable) else DeltaTable(str(table)), query)
+    return _sql(table if isinstance(table, DeltaTable) else delta_table(table), query)
 
 
 def _sql(table: DeltaTable, query: str) -> pa.Table:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,15 +41,18 @@ class ChildEngine:
     """A Sail server in a child process: a crash inside the engine (a segfault in native
     code) then fails the tables it was working on instead of this process, and the child
     ends with this process (it exits when its stdin closes). Its log is kept for the error
-    message, and shown only when asked for (`--debug`, `LAKEMIRROR_LOG`)."""
+    message, and shown only when asked for (`--debug`, `LAKEMIRROR_LOG`). `environment` is
+    set in its process besides this one's: Sail reads object-store settings only there."""
 
-    def __init__(self, *, timeout: float = 60.0) -> None:
+    def __init__(self, *, timeout: float = 60.0,
+                 environment: Mapping[str, str] | None = None) -> None:
         self._log = tempfile.TemporaryFile()
         port = os.environ.get(PORT_VARIABLE) or "0"
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", port, "--with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None if engine_log_shown() else self._log)
+            stderr=None if engine_log_shown() else self._log,
+            env={**os.environ, **environment} if environment else None)
         assert self._process.stdout is not None
         ready, _, _ = select.select([self._process.stdout], [], [], timeout)
         line = self._process.stdout.readline() if ready else b""

@@ -13,6 +13,7 @@ from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
 from lakemirror.staging import staging_table_name
+from lakemirror.staging.lock import ensure_held
 from lakemirror.table_outcome import rebuild_after_crash
 
 
@@ -28,6 +29,7 @@ def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = No
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
     extra_vars = unattached if damaged else {}
+    ensure_held(settings.warehouse)
     log.progress(f"dbt build {' '.join(selection)}".rstrip())
     try:
         nodes = dbt(settings, "build", *selection, extra_vars=extra_vars)

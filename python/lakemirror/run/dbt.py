@@ -22,6 +22,7 @@ from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.run.settings import RunSettings
+from lakemirror.storage.engine_settings import engine_environment
 
 
 class Dbt(Protocol):
@@ -42,7 +43,7 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
     engine: WatchedEngine
     if settings.target == "embedded":
-        address, engine = embedded_engine()
+        address, engine = embedded_engine(engine_environment(settings.warehouse))
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         timeout = settings.engine_timeout
@@ -76,19 +77,23 @@ def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
                       warm=settings.warm)
 
 
-_child_engine: ChildEngine | None = None
+_child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
 
 
-def embedded_engine() -> tuple[EngineAddress, WatchedEngine]:
-    """The background engine if one runs, else this process's own engine in a child process
-    (a fresh one once the last was lost)."""
-    running = background_process()
+def embedded_engine(environment: Mapping[str, str] | None = None
+                    ) -> tuple[EngineAddress, WatchedEngine]:
+    """The background engine if one runs and no storage settings are asked for, else this
+    process's own engine in a child process started with `environment` (the storage
+    settings of the warehouse it serves: one engine per set of settings), a fresh one once
+    the last was lost."""
+    running = background_process() if not environment else None
     if running:
         return running.address, running
-    global _child_engine
-    if _child_engine is None or not _child_engine.alive():
-        _child_engine = ChildEngine()
-    return _child_engine.address, _child_engine
+    key = tuple(sorted((environment or {}).items()))
+    engine = _child_engines.get(key)
+    if engine is None or not engine.alive():
+        engine = _child_engines[key] = ChildEngine(environment=environment)
+    return engine.address, engine
 
 
 def engine_address() -> EngineAddress:

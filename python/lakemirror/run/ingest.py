@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-from deltalake import DeltaTable
 
 from lakemirror.build import forget_warm_sessions
+from lakemirror.delta.access import is_delta_table
 from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.errors import CorruptTableError, LandingZoneError
 from lakemirror.landing import LandingTable
@@ -25,7 +23,8 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.staging.batches_log import create_mirror_batches
-from lakemirror.staging.lock import control_lock
+from lakemirror.staging.lock import control_lock, ensure_held
+from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
 
 
@@ -48,12 +47,11 @@ def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable]
 
 
 def is_staged(layout: Warehouse, schema: str, table: str) -> bool:
-    return DeltaTable.is_deltatable(str(layout.staging_path(schema, table)))
+    return is_delta_table(layout.staging_path(schema, table))
 
 
 def is_mirrored(layout: Warehouse, result: IngestResult) -> bool:
-    return DeltaTable.is_deltatable(
-        str(layout.mirrored_path(result.table.schema, result.table.name)))
+    return is_delta_table(layout.mirrored_path(result.table.schema, result.table.name))
 
 
 def damaged(layout: Warehouse, ingested: list[IngestResult]) -> dict[str, list[str]]:
@@ -69,6 +67,7 @@ def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable) -> In
     log.progress(f"ingest {table.qualified_name}")
     layout = settings.layout
     try:
+        ensure_held(settings.warehouse, [table.qualified_name])
         for path, recovery in _owned_tables(layout, table) if table.problem is None else ():
             check_newest_commit(path, table=table.qualified_name, recovery=recovery)
         result = ingest_table(table, layout, retention_days=settings.retention_days,
@@ -90,7 +89,7 @@ def _settle(log: RunLog, settling: Settling) -> None:
     time.sleep(settling.seconds)
 
 
-def _owned_tables(layout: Warehouse, table: LandingTable) -> list[tuple[Path, str]]:
+def _owned_tables(layout: Warehouse, table: LandingTable) -> list[tuple[Location, str]]:
     """The Delta tables lakemirror keeps of a landing table, and how to recover each."""
     staging = layout.staging_path(table.schema, table.name)
     mirrored = layout.mirrored_path(table.schema, table.name)

@@ -19,10 +19,10 @@ from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
 from lakemirror.storage.location import ObjectLocation
-from lakemirror.storage.warehouse import local_warehouse
+from lakemirror.storage.warehouse import warehouse_location
 
 ZoneLocation: TypeAlias = Path | ObjectLocation  # where the landing zone is
-WarehouseLocation: TypeAlias = Path  # where the warehouse is
+WarehouseLocation: TypeAlias = Path | ObjectLocation  # where the warehouse is
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +49,12 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         checked_name(self.warehouse_name)  # before any table
+        if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
+            raise ConfigError(
+                f"the warehouse {self.warehouse} is in object storage, which lakemirror mirrors "
+                f"into on the embedded engine only; the {self.target} target would need the "
+                "Hadoop cloud connectors set up by you (docs: Warehouse in object storage)",
+                hint="run with --target embedded, or pass a local folder as --warehouse")
         if not (self.project_dir / "dbt_project.yml").is_file():
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
                               hint="run lakemirror in your dbt project's folder, or pass "
@@ -62,7 +68,7 @@ class RunSettings:
         one in the current directory by default, as for dbt. `options` are the other fields."""
         zone = landing_zone.resolve() if isinstance(landing_zone, Path) else landing_zone
         return cls(landing_zone=zone,
-                   warehouse=local_warehouse(warehouse).resolve(),
+                   warehouse=warehouse_location(warehouse),
                    project_dir=(project_dir or Path.cwd()).resolve(), given_zone=landing_zone,
                    given_warehouse=warehouse, **options)
 
@@ -80,5 +86,5 @@ class RunSettings:
     def warehouse_names(self) -> WarehouseName:
         """How the warehouse's generated models list it (see codegen.warehouses)."""
         given = self.given_warehouse
-        return warehouse_name(self.warehouse_name,
-                              given if given.resolve() == self.warehouse else self.warehouse)
+        return warehouse_name(self.warehouse_name, given if isinstance(given, Path)
+                              and given.resolve() == self.warehouse else self.warehouse)

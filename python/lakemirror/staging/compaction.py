@@ -18,18 +18,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties
 
+from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.listed_features import last_commit_keys
 from lakemirror.delta.rows import read_table
 from lakemirror.errors import StorageError
 from lakemirror.landing import POSITION
 from lakemirror.reference import DELETE, INSERT, ROW_MARKER
 from lakemirror.staging.evolution import conform
+from lakemirror.storage.location import Location
 
 OPERATION_KEY = "lakemirror.operation"
 
@@ -46,12 +47,12 @@ class Compaction:
         return self.rows_after < self.rows_before
 
 
-def compact_staging(staging: Path, mirrored: Path, watermark: int, *, keys: Sequence[str],
+def compact_staging(staging: Location, mirrored: Location, watermark: int, *, keys: Sequence[str],
                     conditional_column: str | None, table: str) -> Compaction:
     """Fold the staged changes at or below `watermark` into the mirrored table's rows."""
-    if not keys or watermark <= 0 or not DeltaTable.is_deltatable(str(mirrored)):
+    if not keys or watermark <= 0 or not is_delta_table(mirrored):
         return Compaction(0, 0)
-    staged_table = DeltaTable(str(staging))
+    staged_table = delta_table(staging)
     schema = pa.schema(staged_table.schema().to_arrow())
     applied = staged_table.to_pyarrow_table(filters=[(POSITION, "<=", watermark)])
     current = read_table(mirrored)
@@ -64,7 +65,7 @@ def compact_staging(staging: Path, mirrored: Path, watermark: int, *, keys: Sequ
     if snapshot.num_rows >= applied.num_rows:
         return Compaction(applied.num_rows, applied.num_rows)
     kept = last_commit_keys(staged_table)
-    write_deltalake(str(staging), snapshot.sort_by(POSITION), mode="overwrite",
+    write_delta(staging, snapshot.sort_by(POSITION), mode="overwrite",
                     predicate=f"{POSITION} <= {int(watermark)}",
                     commit_properties=CommitProperties(
                         custom_metadata={**kept, OPERATION_KEY: "compact"}))
@@ -117,8 +118,8 @@ def _high_water_holders(applied: pa.Table, current: pa.Table, keys: list[str], c
     return holders
 
 
-def staged_keys(staging: Path) -> list[str]:
+def staged_keys(staging: Location) -> list[str]:
     """The key columns recorded with the staging table's last commit."""
-    last = DeltaTable(str(staging)).history(limit=1)
+    last = delta_table(staging).history(limit=1)
     recorded = last[0].get("lakemirror.keyColumns") if last else None
     return list(json.loads(recorded)) if recorded else []

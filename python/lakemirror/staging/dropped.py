@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.conflicts import retry_on_conflict
+from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.rows import query_table
 from lakemirror.staging.layout import Warehouse
+from lakemirror.storage.location import Location
 
 RECORD = "dropped.json"
 BATCHES = "batches.parquet"
@@ -36,7 +36,7 @@ class DroppedCopy:
     incarnation: str
     dropped_at: float  # seconds since epoch
     reason: str
-    path: Path
+    path: Location
 
     @property
     def qualified_name(self) -> str:
@@ -47,7 +47,7 @@ class DroppedCopy:
         return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.dropped_at))
 
 
-def _parts(warehouse: Warehouse, schema: str, table: str, base: Path) -> dict[str, str]:
+def _parts(warehouse: Warehouse, schema: str, table: str, base: Location) -> dict[str, str]:
     """The storage keys of a table's data, live (`base` = the warehouse root) or in a copy."""
     if base == warehouse.root:
         return {"staging": warehouse.key(warehouse.staging_path(schema, table)),
@@ -119,11 +119,11 @@ def restore_copy(warehouse: Warehouse, copy: DroppedCopy) -> None:
     for part in ("staging", "mirrored", "history"):
         storage.move(kept[part], live[part])
     if storage.exists(f"{key}/{BATCHES}"):
-        path = str(warehouse.control_path("mirror_batches"))
-        rows = pq.read_table(storage.location(f"{key}/{BATCHES}"))
-        if DeltaTable.is_deltatable(path):
-            rows = rows.cast(pa.schema(DeltaTable(path).schema().to_arrow()))
-        retry_on_conflict(lambda: write_deltalake(path, rows, mode="append"),
+        path = warehouse.control_path("mirror_batches")
+        rows = pq.read_table(pa.BufferReader(storage.read_bytes(f"{key}/{BATCHES}")))
+        if is_delta_table(path):
+            rows = rows.cast(pa.schema(delta_table(path).schema().to_arrow()))
+        retry_on_conflict(lambda: write_delta(path, rows, mode="append"),
                           what=f"restore the batches of {copy.qualified_name}",
                           progress=lambda message: None)
     _remove_copy(warehouse, copy)
@@ -151,13 +151,15 @@ def _keep_batches(warehouse: Warehouse, schema: str, table: str, kept: str) -> N
     table goes on from the batches it had applied. The delete is retried when dbt hooks of
     another run append batches meanwhile (a commit conflict)."""
     path = warehouse.control_path("mirror_batches")
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_delta_table(path):
         return
     names = f"relation_name in ('{schema}.{table}', '{schema}.{table}{HISTORY_SUFFIX}')"
     rows = query_table(path, f"select * from delta_table where {names}")
     if rows.num_rows:
-        pq.write_table(rows, warehouse.storage.location(kept))
-    retry_on_conflict(lambda: DeltaTable(str(path)).delete(names),
+        written = pa.BufferOutputStream()
+        pq.write_table(rows, written)
+        warehouse.storage.write_bytes(kept, written.getvalue().to_pybytes())
+    retry_on_conflict(lambda: delta_table(path).delete(names),
                       what=f"forget the batches of {schema}.{table}",
                       progress=lambda message: None)
 

@@ -16,6 +16,7 @@ from pathlib import Path, PurePath
 from lakemirror.errors import DEBUG_VARIABLE, LakemirrorError, StorageError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.zone import access_error
+from lakemirror.storage.location import Location
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")  # how Rust's std::io::Error ends its text
 _STRERRORS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission denied",
@@ -23,7 +24,7 @@ _STRERRORS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission
 
 
 def as_failure(error: Exception, table: LandingTable, *, file: PurePath | None,
-               warehouse: Path) -> LakemirrorError:
+               warehouse: Location) -> LakemirrorError:
     """`error` as the error of `table` (staging `file`, if one was being staged). With
     `--debug` (LAKEMIRROR_DEBUG set), an error that is not lakemirror's own is raised as it
     is instead, so that its traceback shows."""
@@ -48,7 +49,7 @@ def as_failure(error: Exception, table: LandingTable, *, file: PurePath | None,
 
 
 def storage_failure(error: Exception, *, table: str, file: PurePath | None,
-                    location: Path) -> StorageError | None:
+                    location: Location) -> StorageError | None:
     """The warehouse storage error `error` stands for (`location` is where lakemirror wrote),
     or None when it is not one."""
     number = os_errno(error)

@@ -15,16 +15,16 @@ fails with a typed error, never a traceback.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Field, Schema
+from deltalake import CommitProperties, Field, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from lakemirror.delta.access import delta_table, is_delta_table, storage_options
 from lakemirror.delta.listed_features import last_commit_keys, list_used_features
 from lakemirror.errors import (
     ChangedFileError,
@@ -51,6 +51,7 @@ from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.parts import write_parts
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
+from lakemirror.storage.location import Location, ObjectLocation
 
 SEQUENCE_KEY = "lakemirror.sequence"
 FILE_KEY = "lakemirror.file"
@@ -160,13 +161,14 @@ def move_processed(table: LandingTable, staged_files: list[PurePath]) -> int:
 class StagingTable:
     """The append-only staging Delta table of one landing-zone table."""
 
-    def __init__(self, path: os.PathLike[str]) -> None:
-        self.path = str(path)
+    def __init__(self, location: Location) -> None:
+        self.location = location
+        self.path = str(location)
 
     def _last_commit(self) -> dict[str, Any]:
-        if not DeltaTable.is_deltatable(self.path):
+        if not is_delta_table(self.location):
             return {}
-        history = DeltaTable(self.path).history(limit=1)
+        history = delta_table(self.location).history(limit=1)
         return history[0] if history else {}
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:
@@ -176,7 +178,8 @@ class StagingTable:
             return StagedFiles()
         names: frozenset[str] = frozenset()
         if with_names:
-            names = frozenset(str(commit[FILE_KEY]) for commit in DeltaTable(self.path).history()
+            names = frozenset(str(commit[FILE_KEY])
+                              for commit in delta_table(self.location).history()
                               if FILE_KEY in commit)
         return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
 
@@ -208,7 +211,7 @@ class StagingTable:
         if not tagged:
             return
         commits = ([self._last_commit()] if all(entry.name == newest for entry in tagged)
-                   else DeltaTable(self.path).history())
+                   else delta_table(self.location).history())
         recorded = {str(commit[FILE_KEY]): commit for commit in reversed(commits)
                     if FILE_KEY in commit and ETAG_KEY in commit}
         for entry in tagged:
@@ -278,12 +281,12 @@ class StagingTable:
                     **({} if change_file.file.etag is None
                        else {ETAG_KEY: change_file.file.etag})}
         try:
-            self._commit(write_parts(self.path, schema, batches()), plan, metadata)
+            self._commit(write_parts(self.location, schema, batches()), plan, metadata)
         except LakemirrorError:
             raise
         except Exception as error:  # delta-rs raises plain Exception for schema errors
             storage = storage_failure(error, table=change_file.table.qualified_name,
-                                      file=change_file.file.path, location=Path(self.path))
+                                      file=change_file.file.path, location=self.location)
             if storage is not None:
                 raise storage from error
             raise SchemaChangeError(
@@ -297,11 +300,12 @@ class StagingTable:
                 metadata: dict[str, str]) -> None:
         """One commit adding `parts` (replacing every staged file when a column widened)."""
         properties = CommitProperties(custom_metadata=metadata)
-        if not DeltaTable.is_deltatable(self.path):
+        if not is_delta_table(self.location):
             create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
-                                          commit_properties=properties)
+                                          commit_properties=properties,
+                                          storage_options=storage_options(self.location))
             return
-        table = DeltaTable(self.path)
+        table = delta_table(self.location)
         actions: list[AddAction | RemoveAction] = [*parts]
         if plan.widened:
             table.create_write_transaction(actions, "overwrite", plan.schema,
@@ -317,24 +321,28 @@ class StagingTable:
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
-        if DeltaTable.is_deltatable(self.path):
-            list_used_features(DeltaTable(self.path))
+        if is_delta_table(self.location):
+            list_used_features(delta_table(self.location))
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
         writes); staging is append-only, so its files are all its rows (a pyarrow Dataset;
-        pyarrow.dataset is imported here, as it is slow to import)."""
+        pyarrow.dataset is imported here, as it is slow to import). In object storage, where
+        pyarrow has no credentials, delta-rs's file system reads them: the parts are written
+        by pyarrow, and delta-rs commits only once they are all read."""
         import pyarrow.dataset as ds
 
-        table = DeltaTable(self.path)
+        table = delta_table(self.location)
+        if isinstance(self.location, ObjectLocation):
+            return table.to_pyarrow_dataset()
         return ds.dataset(table.file_uris(), schema=pa.schema(table.schema().to_arrow()),
                           format="parquet")
 
     def _plan(self, change_file: ChangeFile) -> SchemaPlan:
         """How the file's columns evolve the staged schema (a file without columns, such as an
         empty text file, fits any table)."""
-        staged = (pa.schema(DeltaTable(self.path).schema().to_arrow())
-                  if DeltaTable.is_deltatable(self.path) else None)
+        staged = (pa.schema(delta_table(self.location).schema().to_arrow())
+                  if is_delta_table(self.location) else None)
         if staged is not None and not change_file.data_columns:
             return SchemaPlan(staged, staged)
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakemirror.landing.discovery import staging_table_name as staging_table_name
+from lakemirror.storage.location import Location, ObjectLocation
 from lakemirror.storage.warehouse import WarehouseStorage, warehouse_storage
 
 STAGING_SCHEMA = "_lakemirror_staging"
@@ -20,43 +21,54 @@ RELATIONS_TABLE = "relations"
 
 @dataclass(frozen=True)
 class Warehouse:
-    """The warehouse folder and the paths of the tables in it."""
+    """The warehouse (a folder, or a prefix in object storage) and the locations of the
+    tables in it."""
 
-    root: Path
+    root: Location
 
     @property
     def storage(self) -> WarehouseStorage:
         """How to touch the warehouse's files (see `storage.warehouse`)."""
         return warehouse_storage(self.root)
 
-    def key(self, path: Path) -> str:
-        """The storage key of a path of this layout (`""`: the root)."""
-        relative = path.relative_to(self.root).as_posix()
+    def key(self, path: Location) -> str:
+        """The storage key of a location of this layout (`""`: the root)."""
+        relative = path.relative_to(self.root).as_posix()  # type: ignore[arg-type]
         return "" if relative == "." else relative
 
-    def mirrored_path(self, schema: str, table: str) -> Path:
+    def location_of(self, text: str) -> Location | None:
+        """The location a registered table's location string names: a local path, or a URL
+        below this warehouse (with its settings); None for another URL."""
+        if "://" not in text:
+            return Path(text)
+        root = str(self.root)
+        if isinstance(self.root, ObjectLocation) and text.startswith(root + "/"):
+            return self.root / text[len(root) + 1:]
+        return None
+
+    def mirrored_path(self, schema: str, table: str) -> Location:
         return self.root / schema / table
 
     @property
-    def staging_root(self) -> Path:
+    def staging_root(self) -> Location:
         return self.root / "_lakemirror" / "staging"
 
-    def staging_path(self, schema: str, table: str) -> Path:
+    def staging_path(self, schema: str, table: str) -> Location:
         return self.staging_root / schema / table
 
     @property
-    def dropped_root(self) -> Path:
+    def dropped_root(self) -> Location:
         """Where dropped tables are kept until their retention period has passed."""
         return self.root / "_lakemirror" / "dropped"
 
     @property
-    def control_root(self) -> Path:
+    def control_root(self) -> Location:
         return self.root / "_lakemirror" / "control"
 
-    def control_path(self, name: str) -> Path:
+    def control_path(self, name: str) -> Location:
         return self.control_root / name
 
     @property
-    def relations_path(self) -> Path:
+    def relations_path(self) -> Location:
         return self.control_path(RELATIONS_TABLE)
 

@@ -11,12 +11,14 @@ vacuum removes after the retention period.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +26,7 @@ import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
 from lakemirror.landing.changes import POSITION
+from lakemirror.storage.location import Location, ObjectLocation, open_store
 
 PART_BYTES = 256 * 2**20  # Arrow bytes of rows in one part before the next part starts
 COMPRESSION = "snappy"  # what delta-rs and Spark write by default
@@ -53,23 +56,96 @@ class _Part:
             self.lowest = low if self.lowest is None else min(self.lowest, low)
             self.highest = high if self.highest is None else max(self.highest, high)
 
-    def close(self, folder: Path) -> AddAction:
+    def close(self, folder: _Folder) -> AddAction:
         self.writer.close()
-        stat = (folder / self.name).stat()
+        size, modified = folder.finish(self.name)
         stats: dict[str, object] = {"numRecords": self.rows}
         if self.rows:  # lets readers skip parts by change position
             stats |= {"minValues": {POSITION: self.lowest}, "maxValues": {POSITION: self.highest},
                       "nullCount": {POSITION: 0}}
-        return AddAction(self.name, stat.st_size, {}, int(stat.st_mtime * 1000), True,
-                         json.dumps(stats))
+        return AddAction(self.name, size, {}, modified, True, json.dumps(stats))
 
 
-def write_parts(table_path: str, schema: pa.Schema,
+class _Folder:
+    """A staging table's folder on disk: parts are files written in place."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+
+    def open(self, name: str) -> Any:
+        """Where the part `name` is written (a path or a writable file)."""
+        return self.path / name
+
+    def finish(self, name: str) -> tuple[int, int]:
+        """The written part's size and modification time (ms)."""
+        stat = (self.path / name).stat()
+        return stat.st_size, int(stat.st_mtime * 1000)
+
+    def remove(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path / name)
+
+
+class _ObjectFolder(_Folder):
+    """A staging table's prefix in object storage: a part is uploaded while it is written
+    (multipart), and exists once its upload completes."""
+
+    def __init__(self, location: ObjectLocation) -> None:
+        self.store: Any = open_store(location)
+        self.writers: dict[str, Any] = {}
+
+    def open(self, name: str) -> Any:
+        import obstore
+
+        self.writers[name] = _Upload(obstore.open_writer(self.store, name))
+        return self.writers[name]
+
+    def finish(self, name: str) -> tuple[int, int]:
+        import obstore
+
+        self.writers.pop(name).close()  # pyarrow closed it already: the upload is complete
+        meta = obstore.head(self.store, name)
+        return int(meta["size"]), int(meta["last_modified"].timestamp() * 1000)
+
+    def remove(self, name: str) -> None:
+        import obstore
+
+        with contextlib.suppress(Exception):
+            writer = self.writers.pop(name, None)
+            if writer is not None:
+                writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            obstore.delete(self.store, name)
+
+
+class _Upload(io.RawIOBase):
+    """obstore's writable file as pyarrow takes one (obstore's `closed` is a method)."""
+
+    def __init__(self, writer: Any) -> None:
+        super().__init__()
+        self.writer = writer
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.writer.write(chunk)
+        return len(chunk)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.writer.close()
+        super().close()
+
+
+def write_parts(table: Location | str, schema: pa.Schema,
                 batches: Iterable[pa.RecordBatch]) -> list[AddAction]:
-    """Write `batches` (each one row group) as parts in the table's folder; the add actions
-    that commit them. On any error the parts written so far are removed and the error raised."""
-    folder = Path(table_path)
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write `batches` (each one row group) as parts in the table's folder or prefix; the add
+    actions that commit them. On any error the parts written so far are removed and the error
+    raised."""
+    folder = _ObjectFolder(table) if isinstance(table, ObjectLocation) else _Folder(Path(table))
     actions: list[AddAction] = []
     written: list[str] = []
     part: _Part | None = None
@@ -78,7 +154,7 @@ def write_parts(table_path: str, schema: pa.Schema,
             if part is None:
                 written.append(f"part-00000-{uuid.uuid4()}-c000.{COMPRESSION}.parquet")
                 part = _Part(written[-1], pq.ParquetWriter(
-                    folder / written[-1], schema, compression=COMPRESSION,
+                    folder.open(written[-1]), schema, compression=COMPRESSION,
                     use_dictionary=USE_DICTIONARY))
             part.write(batch)
             if part.bytes >= PART_BYTES:
@@ -91,7 +167,6 @@ def write_parts(table_path: str, schema: pa.Schema,
             if part is not None:
                 part.writer.close()
         for name in written:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(folder / name)
+            folder.remove(name)
         raise
     return actions

@@ -5,12 +5,12 @@ lakemirror ingest registers its Delta staging tables."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable
 
+from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.rows import read_control_table
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lock import control_lock
@@ -31,30 +31,31 @@ def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str
     gone, and return their locations. Other lakemirror runs wait (control lock); rows dbt
     appends meanwhile survive the rewrite, which replaces only the files of the version it
     read."""
-    path = str(warehouse.relations_path)
+    path = warehouse.relations_path
     with control_lock(warehouse.root):
-        if not DeltaTable.is_deltatable(path):
-            write_deltalake(path, _rows(relations), mode="append")
+        if not is_delta_table(path):
+            write_delta(path, _rows(relations), mode="append")
             return []
-        return _register(path, relations)
+        return _register(warehouse, relations)
 
 
-def _register(path: str, relations: list[tuple[str, str, str]]) -> list[str]:
-    registry = DeltaTable(path)
+def _register(warehouse: Warehouse, relations: list[tuple[str, str, str]]) -> list[str]:
+    path = warehouse.relations_path
+    registry = delta_table(path)
     current = _current(registry)
     gone = [location for location, format in
             set(zip(current["location"].to_pylist(), current["format"].to_pylist()))
-            if _gone(location, format)]
+            if _gone(warehouse, location, format)]
     outdated = registry.schema().to_arrow().names != REGISTRY_SCHEMA.names
     if gone or outdated:
         current = current.filter(pc.invert(pc.is_in(current["location"], pa.array(
             gone, pa.string()))))
-        write_deltalake(registry, current, mode="overwrite", schema_mode="overwrite")
-        registry = DeltaTable(path)
+        write_delta(registry, current, mode="overwrite", schema_mode="overwrite")
+        registry = delta_table(path)
     known = set(zip(current["schema_name"].to_pylist(), current["table_name"].to_pylist()))
     new = [row for row in dict.fromkeys(relations) if (row[0], row[1]) not in known]
     if new:
-        write_deltalake(registry, _rows(new), mode="append")
+        write_delta(registry, _rows(new), mode="append")
     return gone
 
 
@@ -67,13 +68,17 @@ def _current(registry: DeltaTable) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=REGISTRY_SCHEMA)
 
 
-def _gone(location: str | None, format: str | None) -> bool:
-    """Whether a registered table's data is gone (a view has no location: it stays)."""
+def _gone(warehouse: Warehouse, location: str | None, format: str | None) -> bool:
+    """Whether a registered table's data is gone (a view has no location: it stays; so does
+    a table at a URL outside the warehouse, whose settings lakemirror does not have)."""
     if format == "view" or location is None:
         return False
+    where = warehouse.location_of(location)
+    if where is None:
+        return False
     if format in (None, "delta"):
-        return not DeltaTable.is_deltatable(location)
-    return "://" not in location and not warehouse_storage(Path(location)).is_folder("")
+        return not is_delta_table(where)
+    return not warehouse_storage(where).is_folder("")
 
 
 def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:

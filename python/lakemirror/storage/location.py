@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
@@ -80,6 +80,23 @@ class ObjectLocation:
 
     def __str__(self) -> str:
         return self.url
+
+    def __truediv__(self, name: str) -> ObjectLocation:
+        """The location of `name` (one or more `/`-separated segments) below this one, with
+        the same store and options, as `Path / name` is for a folder."""
+        below = "/".join(filter(None, name.split("/")))
+        return replace(self, prefix=f"{self.prefix}/{below}" if self.prefix else below)
+
+    @property
+    def name(self) -> str:
+        """The last segment of the prefix."""
+        return self.prefix.rsplit("/", 1)[-1]
+
+    def relative_to(self, other: ObjectLocation) -> PurePosixPath:
+        """The keys of this location below `other` (ValueError when it is not below it)."""
+        if (self.store_url, self.bucket) != (other.store_url, other.bucket):
+            raise ValueError(f"{self.url} is not below {other.url}")
+        return PurePosixPath(self.prefix or ".").relative_to(other.prefix or ".")
 
     def __repr__(self) -> str:
         return f"ObjectLocation({self.url!r})"

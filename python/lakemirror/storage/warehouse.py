@@ -4,9 +4,8 @@ locks, run state). Delta tables are read and written by deltalake and the engine
 
 Everything else names a file or folder of the warehouse by its key, a `/`-separated path below
 the warehouse's root (`_lakemirror/landing_zone.json`), and asks `WarehouseStorage`: keys fit a
-folder and an object store's prefix alike. The warehouse is a local folder today
-(`LocalWarehouse`); a URL (`s3://…`, `az://…`, `abfss://…`) is refused before anything is
-written, as taken for a relative path it would become a local folder named `s3:`.
+folder and an object store's prefix alike: `LocalWarehouse` for a folder, `ObjectWarehouse`
+(`storage.object_warehouse`) for a warehouse at a URL (`s3://…`, `az://…`, `abfss://…`).
 """
 
 from __future__ import annotations
@@ -24,43 +23,51 @@ from lakemirror.errors import ConfigError
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # `s3:`; one letter would be a drive
+FIX = ("pass a local folder or an object store's URL as --warehouse (LAKEMIRROR_WAREHOUSE): "
+       "./warehouse, s3://<bucket>/<prefix>, az://<container>/<prefix>, abfss://<container>@"
+       "<account>.dfs.core.windows.net/<prefix> or gs://<bucket>/<prefix>")
 LOCKS = "_lakemirror/locks"
 
 
-def local_warehouse(given: str | Path) -> Path:
-    """The warehouse folder `given` names (a path, or a file:// URL). An object store's URL is
-    a ConfigError naming what works instead, and so is a Path one was folded into
-    (`Path("s3://b/w")` is `s3:/b/w`, a first part `scheme:`)."""
+def warehouse_location(given: str | Path | ObjectLocation) -> Path | ObjectLocation:
+    """The warehouse `given` names: a folder (a path or a file:// URL, made absolute with its
+    links resolved) or a place in object storage (an `s3://`, `az://`, `abfss://`, `gs://` or
+    OneLake URL, with its configured storage options). A URL of no store lakemirror knows is a
+    ConfigError, and so is a Path one was folded into (`Path("s3://b/w")` is `s3:/b/w`): taken
+    for a relative path it would become a local folder named `s3:`."""
+    if isinstance(given, ObjectLocation):
+        return given
     text = str(given)
     try:
-        location = parse_location(text, {})
-    except ConfigError as error:  # a URL of no store lakemirror knows
-        raise _url_refused(redact_url(text)) from error
+        location = parse_location(text)
+    except ConfigError as error:
+        raise ConfigError(f"the warehouse: {error.message}; nothing was written",
+                          hint=error.hint or FIX) from None
     if isinstance(location, ObjectLocation):
-        raise _url_refused(location.url)
-    if text.lower().startswith("file://"):
         return location
-    if SCHEME.fullmatch(Path(text).parts[0] if text else ""):
-        raise _url_refused(text)
-    return Path(text)
+    if not text.lower().startswith("file://") and SCHEME.fullmatch(
+            Path(text).parts[0] if text else ""):
+        raise ConfigError(f"the warehouse {redact_url(text)} is a URL that lost a '/' (a path "
+                          "cannot hold '//'); nothing was written", hint=FIX)
+    return location.resolve()
 
 
-def _url_refused(url: str) -> ConfigError:
-    return ConfigError(
-        f"the warehouse {url} is a URL: lakemirror keeps its warehouse in a local folder "
-        "(object-store warehouses are not supported yet); nothing was written",
-        hint="pass a local folder as --warehouse (LAKEMIRROR_WAREHOUSE), for example "
-             "--warehouse ./warehouse, or a folder where the bucket is mounted")
+def warehouse_storage(root: Path | ObjectLocation) -> WarehouseStorage:
+    """The storage of the warehouse at `root`, a folder or an object-store location (or of a
+    folder in it, such as a table's: keys are then below that folder)."""
+    if isinstance(root, ObjectLocation):
+        from lakemirror.storage.object_warehouse import ObjectWarehouse
 
-
-def warehouse_storage(root: Path) -> WarehouseStorage:
-    """The storage of the warehouse at `root` (or of a folder in it, such as a table's: keys
-    are then below that folder)."""
+        return ObjectWarehouse(root)
     return LocalWarehouse(root)
 
 
 class HeldLock(Protocol):
-    """A lock this process holds until `release`."""
+    """A lock this process holds until `release`; `lost` when it was taken from it (a lease
+    that expired unrenewed), after which its holder must not commit."""
+
+    @property
+    def lost(self) -> bool: ...
 
     def release(self) -> None: ...
 
@@ -110,8 +117,12 @@ class WarehouseStorage(ABC):
     def read_text(self, key: str) -> str | None:
         """The text of the file at `key`; None when there is no file."""
 
-    @abstractmethod
     def write_text(self, key: str, text: str) -> None:
+        """Replace the file at `key` whole (atomically) with `text`, making its folders."""
+        self.write_bytes(key, text.encode("utf-8"))
+
+    @abstractmethod
+    def write_bytes(self, key: str, data: bytes) -> None:
         """Replace the file at `key` whole (atomically), making its folders."""
 
     @abstractmethod
@@ -171,11 +182,11 @@ class LocalWarehouse(WarehouseStorage):
         path = self._path(key)
         return path.read_text("utf-8") if path.is_file() else None
 
-    def write_text(self, key: str, text: str) -> None:
+    def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial")
-        partial.write_text(text, "utf-8")
+        partial.write_bytes(data)
         os.replace(partial, path)
 
     def move(self, source: str, destination: str) -> None:
@@ -209,6 +220,8 @@ class LocalWarehouse(WarehouseStorage):
 
 
 class _FileLock:
+    lost = False  # a file lock lasts as long as its process
+
     def __init__(self, handle: IO[str]) -> None:
         self.handle = handle
 

@@ -1,0 +1,59 @@
+"""The embedded engine on a warehouse in object storage (Azurite, moto's S3): Sail reads its
+storage settings only from its process environment, so lakemirror starts a child engine with
+the warehouse's settings, one per set of settings, and delta-rs reads what it wrote with the
+same settings as storage options."""
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+
+from lakemirror.run.build import embedded_engine
+from lakemirror.storage import parse_location
+from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
+
+
+def test_the_engine_started_with_the_warehouses_settings_writes_there(object_store_server):
+    server = object_store_server
+    location = parse_location(server.url(server.fresh_prefix("wh")), server.options)
+    address, _ = embedded_engine(engine_environment(location))
+    spark = SparkSession.builder.remote(address.url).create()
+    try:
+        spark.sql(f"create table t (id int, v string) using delta location "
+                  f"'{location.url}/dbo/t'")
+        spark.sql("insert into t values (1, 'a'), (2, 'b')")
+        spark.sql("merge into t using (select 2 as id, 'c' as v) s on t.id = s.id "
+                  "when matched then update set *")
+    finally:
+        spark.stop()
+    table = DeltaTable(f"{location.url}/dbo/t", storage_options=delta_storage_options(location))
+    assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda row: row["id"]) == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "c"}]
+    assert table.version() == 2
+
+
+def test_two_warehouses_with_other_settings_get_two_engines(s3_server):
+    def engine(options):
+        location = parse_location(s3_server.url("wh"), options)
+        return embedded_engine(engine_environment(location))[1]
+
+    first = engine(s3_server.options)
+    assert engine(dict(s3_server.options)) is first
+    other = engine({**s3_server.options, "access_key_id": "another-key"})
+    assert other is not first and other.pid != first.pid
+    assert embedded_engine(engine_environment(parse_location("/tmp/wh")))[1] not in (
+        first, other)
+
+
+@pytest.mark.parametrize("kind", ["azurite", "s3"])
+def test_the_settings_are_object_stores_variables(request, kind):
+    server = request.getfixturevalue(f"{kind}_server")
+    environment = engine_environment(parse_location(server.url("wh"), server.options))
+    if kind == "s3":
+        assert environment["AWS_ENDPOINT"] == server.endpoint
+        assert environment["AWS_ALLOW_HTTP"] == "true"
+        assert environment["AWS_SECRET_ACCESS_KEY"] == "lakemirror-test"
+    else:
+        assert environment["AZURE_STORAGE_USE_EMULATOR"] == "true"
+        assert environment["AZURE_STORAGE_ACCOUNT_NAME"] == "devstoreaccount1"
+        assert environment["AZURITE_BLOB_STORAGE_URL"] == server.endpoint
+    assert "AWS_BUCKET" not in environment and "AZURE_CONTAINER_NAME" not in environment
