@@ -7,7 +7,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from lakemirror.run.build import embedded_engine
+from lakemirror.run.dbt import embedded_engine
 from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
 
