@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from lakemirror.delta.access import is_delta_table, storage_options
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lock import control_lock
 
@@ -25,9 +26,10 @@ MIRROR_BATCHES_SCHEMA = pa.schema([
 
 def create_mirror_batches(warehouse: Warehouse) -> None:
     """Create the empty log where it is missing (other lakemirror runs wait: control lock)."""
-    path = str(warehouse.control_path(MIRROR_BATCHES))
-    if DeltaTable.is_deltatable(path):
+    location = warehouse.control_path(MIRROR_BATCHES)
+    if is_delta_table(location):
         return
     with control_lock(warehouse.root):
-        if not DeltaTable.is_deltatable(path):
-            DeltaTable.create(path, MIRROR_BATCHES_SCHEMA)
+        if not is_delta_table(location):
+            DeltaTable.create(str(location), MIRROR_BATCHES_SCHEMA,
+                              storage_options=storage_options(location))
