@@ -83,6 +83,7 @@ def test_no_credential_reaches_output_logs_project_or_warehouse(tmp_path, projec
     env = {OPTIONS_VARIABLE: json.dumps(options)}
     results = [lakemirror(tmp_path, "run", "--json", "--landing-zone", s3_server.url(prefix),
                           env=env)]
+    assert results[0].exit_code == 0 and '"replicating"' in results[0].output, results[0].output
     results.append(CliRunner().invoke(cli, ["status", "--json", "--warehouse",
                                             str(tmp_path / "warehouse")]))
     for zone in (f"https://acct.blob.core.windows.net/landing/zone?sv=2022-11-02&sig={SENTINEL}",
