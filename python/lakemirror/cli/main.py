@@ -6,66 +6,22 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from lakemirror.bench.cli import bench
+from lakemirror.cli.engine import engine
+from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
 from lakemirror.errors import DEBUG_VARIABLE, ConfigError, LakemirrorError
 from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
     from lakemirror.status import TableStatus
-    from lakemirror.storage import Location, ObjectLocation
+    from lakemirror.storage import Location
 
 Command = TypeVar("Command", bound=Callable[..., Any])
-
-PATH = click.Path(path_type=Path, file_okay=False)
-
-
-class LocationType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
-    """A folder (checked as PATH) or an object-store URL, parsed and its store opened once, so
-    a bad URL or storage option fails before any work, naming the option."""
-
-    name = "path|url"
-
-    def parse(self, value: str) -> Path | ObjectLocation:
-        from lakemirror.storage import parse_location
-
-        return parse_location(value)
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> Path | ObjectLocation:
-        from lakemirror.storage import ObjectLocation, open_store
-
-        if isinstance(value, (Path, ObjectLocation)):
-            return value
-        try:
-            location = self.parse(value)
-            if isinstance(location, Path):
-                return cast(Path, PATH.convert(value, param, ctx))  # path_type=Path
-            open_store(location)
-        except ConfigError as error:
-            self.fail(str(error), param, ctx)
-        return location
-
-
-LOCATION = LocationType()
-
-
-class WarehouseType(LocationType):
-    """A warehouse: a folder, or a URL in object storage; a URL lakemirror cannot use is
-    refused before anything is written, never taken for a relative path."""
-
-    def parse(self, value: str) -> Path | ObjectLocation:
-        from lakemirror.storage.warehouse import warehouse_location
-
-        return warehouse_location(value)
-
-
-WAREHOUSE = WarehouseType()
-
 
 class ErrorBoundary(click.Group):
     """Domain errors → one clean line on stderr and the error's exit code; any other error
@@ -352,6 +308,7 @@ def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> No
 
 
 cli.add_command(bench)  # its options live with the benchmark
+cli.add_command(engine)
 
 
 @cli.command()
@@ -397,43 +354,6 @@ def package_path() -> None:
     from lakemirror.project import dbt_package_dir
 
     click.echo(str(dbt_package_dir()))
-
-
-@cli.group()
-def engine() -> None:
-    """The embedded engine (a Sail Spark Connect server) in the background."""
-
-
-@engine.command()
-@click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
-              help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
-def start(port: int | None) -> None:
-    """Start the engine; then plain `dbt run` works in the dbt project."""
-    from lakemirror.engine import DEFAULT_PORT, start_background
-
-    address = start_background(port or DEFAULT_PORT)
-    click.echo(f"engine running at {address.url}\n"
-               f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
-               "LAKEMIRROR_WAREHOUSE=<absolute path> (in lakemirror's repository also "
-               "DBT_PROFILES_DIR=$PWD/profiles)")
-
-
-@engine.command()
-def stop() -> None:
-    """Stop the background engine."""
-    from lakemirror.engine import stop_background
-
-    click.echo("engine stopped" if stop_background() else "no engine was running")
-
-
-@engine.command()
-def status() -> None:
-    """Say whether the background engine runs (exit 0) or not (exit 1)."""
-    from lakemirror.engine import background_engine
-
-    address = background_engine()
-    click.echo(f"engine running at {address.url}" if address else "engine not running")
-    sys.exit(0 if address else 1)
 
 
 def _service(landing_zone: Location, warehouse: Location, project_dir: Path | None,

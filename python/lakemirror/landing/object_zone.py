@@ -131,7 +131,7 @@ class ObjectZone:
 
         key = self._key(folder, entry=False)
         base = f"{key}/" if key else ""
-        listing = self._call(lambda: obstore.list_with_delimiter(self.store, key or None),
+        listing = _store_call(lambda: obstore.list_with_delimiter(self.store, key or None),
                              folder, "list")
         files = {meta["path"][len(base):]: meta for meta in listing["objects"]
                  if meta["path"].startswith(base)}
@@ -155,7 +155,7 @@ class ObjectZone:
 
         key = self._key(path)
         try:
-            return _file(path, self._call(lambda: obstore.head(self.store, key), path, "read"))
+            return _file(path, _store_call(lambda: obstore.head(self.store, key), path, "read"))
         except FileNotFoundError:
             pass
         if self._holds_objects(path):
@@ -175,12 +175,12 @@ class ObjectZone:
 
         key = self._key(path)
         try:
-            result = self._call(lambda: obstore.get(self.store, key), path, "read")
+            result = _store_call(lambda: obstore.get(self.store, key), path, "read")
         except FileNotFoundError:
             if self._holds_objects(path):
                 raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
             return None
-        data = None if result.meta["size"] > limit else self._call(
+        data = None if result.meta["size"] > limit else _store_call(
             lambda: read_bounded((bytes(piece) for piece in result.stream(_CHUNK)), limit),
             path, "read")
         if data is None:
@@ -192,7 +192,7 @@ class ObjectZone:
         import obstore
 
         key = self._key(path)
-        self._call(lambda: obstore.put(self.store, key, data), path, "write")
+        _store_call(lambda: obstore.put(self.store, key, data), path, "write")
 
     def create_control(self, path: PurePath, data: bytes) -> bool:
         """Put a control object whole unless one exists (a conditional put, If-None-Match);
@@ -202,7 +202,7 @@ class ObjectZone:
 
         key = self._key(path)
         try:
-            self._call(lambda: obstore.put(self.store, key, data, mode="create"), path, "write")
+            _store_call(lambda: obstore.put(self.store, key, data, mode="create"), path, "write")
         except (AlreadyExistsError, PreconditionError):
             return False
         return True
@@ -223,8 +223,8 @@ class ObjectZone:
         self._object(path)
         target = folder / path.name
         source, copy = self._key(path), self._key(target)
-        self._call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path, "move")
-        self._call(lambda: obstore.delete(self.store, source), path, "move")
+        _store_call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path, "move")
+        _store_call(lambda: obstore.delete(self.store, source), path, "move")
         return target
 
     def delete(self, path: PurePath) -> None:
@@ -233,7 +233,7 @@ class ObjectZone:
 
         self._object(path)
         key = self._key(path)
-        self._call(lambda: obstore.delete(self.store, key), path, "delete")
+        _store_call(lambda: obstore.delete(self.store, key), path, "delete")
 
     def _object(self, path: PurePath) -> Entry:
         """The entry at `path`, which must be an object and not also a folder."""
@@ -254,7 +254,7 @@ class ObjectZone:
         import obstore
 
         key = self._key(found.path)
-        reader = self._call(lambda: obstore.open_reader(self.store, key, size=found.size),
+        reader = _store_call(lambda: obstore.open_reader(self.store, key, size=found.size),
                             found.path, "read")
         return ObjectFile(reader, cast(ObjectPath, found.path), found.size)
 
@@ -263,7 +263,7 @@ class ObjectZone:
         import obstore
 
         key = self._key(path)
-        listing = self._call(lambda: obstore.list_with_delimiter(self.store, key), path, "list")
+        listing = _store_call(lambda: obstore.list_with_delimiter(self.store, key), path, "list")
         return bool(listing["objects"] or listing["common_prefixes"])
 
     def _key(self, path: PurePath, *, entry: bool = True) -> str:
@@ -282,35 +282,36 @@ class ObjectZone:
                                    file=str(path), hint=_BUG)
         return "/".join([self.prefix, *names] if self.prefix else names)
 
-    def _call(self, action: Callable[[], T], path: PurePath, verb: str) -> T:
-        """`action`'s result, its failure as the zone's error (FileNotFoundError passes)."""
-        from obstore.exceptions import (
-            AlreadyExistsError,
-            BaseError,
-            InvalidPathError,
-            PermissionDeniedError,
-            PreconditionError,
-            UnauthenticatedError,
-        )
 
-        try:
-            return action()
-        except (FileNotFoundError, AlreadyExistsError, PreconditionError):
-            raise
-        except InvalidPathError as error:
-            raise UnsafeEntryError(
-                f"cannot {verb} {path}: it holds a key that is not a valid path "
-                f"({_first_line(error)})", file=str(path),
-                hint="rename or remove the object (keys with '..', '.' or empty names between "
-                     "slashes cannot be mirrored)") from None
-        except (PermissionDeniedError, UnauthenticatedError) as error:
-            raise ZoneAccessError(f"permission denied on {path}: {_first_line(error)}",
-                                  file=str(path), hint=_CREDENTIALS_FIX) from None
-        except (BaseError, OSError) as error:
-            raise ZoneAccessError(f"cannot {verb} {path}: {_first_line(error)}",
-                                  file=str(path),
-                                  hint="check the landing zone's URL, credentials and network, "
-                                       "then run again") from None
+def _store_call(action: Callable[[], T], path: PurePath, verb: str) -> T:
+    """`action`'s result, its failure as the zone's error (FileNotFoundError passes)."""
+    from obstore.exceptions import (
+        AlreadyExistsError,
+        BaseError,
+        InvalidPathError,
+        PermissionDeniedError,
+        PreconditionError,
+        UnauthenticatedError,
+    )
+
+    try:
+        return action()
+    except (FileNotFoundError, AlreadyExistsError, PreconditionError):
+        raise
+    except InvalidPathError as error:
+        raise UnsafeEntryError(
+            f"cannot {verb} {path}: it holds a key that is not a valid path "
+            f"({_first_line(error)})", file=str(path),
+            hint="rename or remove the object (keys with '..', '.' or empty names between "
+                 "slashes cannot be mirrored)") from None
+    except (PermissionDeniedError, UnauthenticatedError) as error:
+        raise ZoneAccessError(f"permission denied on {path}: {_first_line(error)}",
+                              file=str(path), hint=_CREDENTIALS_FIX) from None
+    except (BaseError, OSError) as error:
+        raise ZoneAccessError(f"cannot {verb} {path}: {_first_line(error)}",
+                              file=str(path),
+                              hint="check the landing zone's URL, credentials and network, "
+                                   "then run again") from None
 
 
 def _file(path: PurePath, meta: ObjectMeta) -> Entry:

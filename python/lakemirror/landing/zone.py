@@ -9,6 +9,10 @@ The zone is untrusted input. Each path is walked from the zone root one folder a
 root is refused, never followed. Files are opened without blocking and must be regular files,
 so a FIFO or a device can neither hang a run nor be touched. lakemirror writes, moves and
 deletes only regular files, inside real folders of the zone.
+
+Long because the door's interface and the local door's confinement (descriptor walks, kind
+checks before and after opening, the refusals' wording) are one security boundary, reviewed
+together; the object-store door lives apart in `object_zone`.
 """
 
 from __future__ import annotations

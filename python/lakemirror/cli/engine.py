@@ -1,0 +1,44 @@
+"""`lakemirror engine`: the embedded engine in the background, for plain dbt."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.group()
+def engine() -> None:
+    """The embedded engine (a Sail Spark Connect server) in the background."""
+
+
+@engine.command()
+@click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
+              help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
+def start(port: int | None) -> None:
+    """Start the engine; then plain `dbt run` works in the dbt project."""
+    from lakemirror.engine import DEFAULT_PORT, start_background
+
+    address = start_background(port or DEFAULT_PORT)
+    click.echo(f"engine running at {address.url}\n"
+               f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
+               "LAKEMIRROR_WAREHOUSE=<absolute path> (in lakemirror's repository also "
+               "DBT_PROFILES_DIR=$PWD/profiles)")
+
+
+@engine.command()
+def stop() -> None:
+    """Stop the background engine."""
+    from lakemirror.engine import stop_background
+
+    click.echo("engine stopped" if stop_background() else "no engine was running")
+
+
+@engine.command()
+def status() -> None:
+    """Say whether the background engine runs (exit 0) or not (exit 1)."""
+    from lakemirror.engine import background_engine
+
+    address = background_engine()
+    click.echo(f"engine running at {address.url}" if address else "engine not running")
+    sys.exit(0 if address else 1)
