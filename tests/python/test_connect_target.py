@@ -213,14 +213,15 @@ def test_a_second_warehouse_on_one_server_stops_before_touching_either(tmp_path)
     assert [status.status for status in first.run()] == ["replicating"]
     with pytest.raises(ConfigError, match="one server serves one warehouse") as stopped:
         second.run()
-    assert str(first.warehouse) in str(stopped.value) and str(second.warehouse) in str(
-        stopped.value)
-    assert not (second.warehouse / "dbo" / "customers").exists()
+    message = str(stopped.value)
+    assert str(first.settings.warehouse) in message
+    assert str(second.settings.warehouse) in message
+    assert not (second.settings.warehouse / "dbo" / "customers").exists()
     first_zone.write("Customers", 2, BATCHES[1], SCHEMA)
     assert [status.status for status in first.run()] == ["replicating"]
     expected = [{k: v for k, v in row.items() if k != M}
                 for row in apply_changes(BATCHES[:2], ["id"])]
-    assert mirrored_rows(first.warehouse, "dbo", "customers") == as_multiset(expected)
+    assert mirrored_rows(first.settings.warehouse, "dbo", "customers") == as_multiset(expected)
 
 
 @pytest.mark.parametrize(("target", "names"), [
