@@ -19,6 +19,7 @@ from lakemirror.landing.zone import LandingZone, ZoneDoor, as_door, parse_json
 from lakemirror.staging.layout import Warehouse
 from lakemirror.status import TableStatus
 from lakemirror.storage.location import Location
+from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:  # `lakemirror status` reads records without the ingest machinery
     from lakemirror.staging.ingest import IngestResult
@@ -87,7 +88,7 @@ def monitor_record(result: IngestResult, status: TableStatus, previous: TableMon
         processed_rows=(previous.processed_rows if previous else 0) + result.staged_rows,
         processed_bytes=(previous.processed_bytes if previous else 0) + result.staged_bytes,
         last_sync=_now() if synced else (previous.last_sync if previous else None),
-        error=status.error,
+        error=None if status.error is None else redact(status.error),
         error_class=status.error_class,
         warnings=status.warnings,
         folder=status.folder,
@@ -200,8 +201,8 @@ def _lower_keys(document: Any) -> Any:
 
 
 def to_json(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
-    return json.dumps({"partner": asdict(partner) if partner else None,
-                       "tables": [asdict(record) for record in records]}, indent=2)
+    return redact(json.dumps({"partner": asdict(partner) if partner else None,
+                              "tables": [asdict(record) for record in records]}, indent=2))
 
 
 def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str:
@@ -215,9 +216,9 @@ def to_text(records: Sequence[TableMonitor], partner: PartnerInfo | None) -> str
              f"[{r.error_class}] {r.error}" if r.error else
              "; ".join(f"warning: {warning}" for warning in r.warnings)] for r in records]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]
-    return "\n".join([*publisher, *(
+    return redact("\n".join([*publisher, *(
         "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip()
-        for row in [header, *body])])
+        for row in [header, *body])]))
 
 
 def _cell(value: Any) -> str:

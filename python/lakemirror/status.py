@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
+from lakemirror.storage.secrets import redact
+
 if TYPE_CHECKING:  # the ingest machinery is not needed to show a status
     from lakemirror.staging.ingest import Status
 
@@ -33,9 +35,10 @@ class TableStatus:
 
 
 def to_json(statuses: Sequence[TableStatus], warnings: Sequence[str] = ()) -> str:
-    """The run's JSON: each table's status, and the run's own warnings (about the zone)."""
-    return json.dumps({"tables": [asdict(status) for status in statuses],
-                       "warnings": list(warnings)}, indent=2)
+    """The run's JSON: each table's status, and the run's own warnings (about the zone), with
+    any credential redacted."""
+    return redact(json.dumps({"tables": [asdict(status) for status in statuses],
+                              "warnings": list(warnings)}, indent=2))
 
 
 def to_text(statuses: Sequence[TableStatus]) -> str:
@@ -45,4 +48,5 @@ def to_text(statuses: Sequence[TableStatus]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[5]
              for row in [header, *rows]]
-    return "\n".join(line.rstrip() for line in lines) if rows else "no tables in the landing zone"
+    return (redact("\n".join(line.rstrip() for line in lines)) if rows
+            else "no tables in the landing zone")

@@ -94,3 +94,21 @@ def test_no_credential_reaches_output_logs_project_or_warehouse(tmp_path, projec
         assert SENTINEL not in result.output + result.stderr
         assert result.exit_code in (0, 1, 2) and "Traceback" not in result.output
     assert files_holding(tmp_path, SENTINEL) == []
+
+
+def test_status_output_and_records_redact_a_credential_in_an_error():
+    """A table's error quoting a credential (say, a storage error echoing a SAS token) is
+    redacted in the run's status, in the monitoring record kept in the warehouse, and in
+    `lakemirror status` text and JSON."""
+    from types import SimpleNamespace
+
+    from lakemirror import monitor, status
+    from lakemirror.storage.secrets import remember
+
+    remember(SENTINEL)
+    failed = status.TableStatus("dbo", "t", "failed", 3, None, f"GET ?sas={SENTINEL} failed")
+    ingested = SimpleNamespace(last_sequence=3, files_pending=0, staged_rows=0, staged_bytes=0)
+    record = monitor.monitor_record(ingested, failed, None, 0, applied_now=False)
+    outputs = [status.to_json([failed]), status.to_text([failed]), record.error,
+               monitor.to_json([record], None), monitor.to_text([record], None)]
+    assert all("***" in output and SENTINEL not in output for output in outputs), outputs
