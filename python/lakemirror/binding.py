@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from lakemirror.errors import LakemirrorError, ZoneBindingError
 from lakemirror.landing.discovery import ALL_TABLES, PROCESSED_FOLDER, discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
-from lakemirror.landing.zone import ZoneDoor, as_door
+from lakemirror.landing.zone import ZoneDoor, as_door, open_zone
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
@@ -192,13 +192,15 @@ def looks_like_warehouse(folder: PurePath | ZoneDoor) -> bool:
 
 def looks_like_landing_zone(folder: Location) -> bool:
     """Whether a table folder of `folder` (as a zone's tables are laid out) holds a landing
-    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`. Only
-    a local folder is looked at: a zone in object storage has its own door."""
-    if (not isinstance(folder, Path) or not warehouse_storage(folder).is_folder("")
-            or looks_like_warehouse(folder)):
+    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`. A
+    warehouse URL is looked at through a zone's door, as its zone would be."""
+    if not warehouse_storage(folder).is_folder(""):
+        return False
+    door = open_zone(folder)
+    if looks_like_warehouse(door):
         return False
     try:
-        tables = discover_tables(folder)
+        tables = discover_tables(door)
     except LakemirrorError:
         return False
     for table in tables:

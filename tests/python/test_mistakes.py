@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import obstore
 import pyarrow as pa
 
 from lakemirror.delta.access import delta_table
@@ -255,3 +256,26 @@ def test_a_warehouse_url_lakemirror_cannot_use_is_refused_and_no_local_folder_is
         assert "SECRET" not in result.output
         assert "nothing was written" in result.output and "--warehouse" in result.output
     assert (sorted(tmp_path.rglob("*")), checksums(tmp_path)) == before
+
+
+def test_swapped_urls_are_refused_and_nothing_is_written_into_either(tmp_path, monkeypatch,
+                                                                    s3_server):
+    """The swap check holds when both are URLs: a warehouse URL whose table folders hold a
+    landing zone's files is refused before a byte is written to either prefix."""
+    from zone_kinds import Published
+
+    monkeypatch.setenv("LAKEMIRROR_STORAGE_OPTIONS", json.dumps(dict(s3_server.options)))
+    published = Published(Zone(tmp_path / "LandingZone"), s3_server)
+    published.zone.table("Customers", ["id"])
+    published.zone.write("Customers", 1, FILES[0], SCHEMA)
+    published.publish()
+    zone_url, empty_url = s3_server.url(published.prefix), s3_server.url(s3_server.fresh_prefix())
+    keys = lambda: sorted(meta["path"] for batch in obstore.list(s3_server.store(""))
+                          for meta in batch)
+    before = keys()
+    setup = Mirror(published.zone, zone_url, copy_project(tmp_path / "project"))
+    swapped = setup.run(zone=empty_url, warehouse=zone_url)
+    assert swapped.exit_code == 1, swapped.output
+    assert f"the warehouse {zone_url} looks like a landing zone" in swapped.output
+    assert f"pass --landing-zone {zone_url} --warehouse {empty_url}" in swapped.output
+    assert keys() == before
