@@ -3,6 +3,11 @@ storage settings only from its process environment, so lakemirror starts a child
 the warehouse's settings, one per set of settings, and delta-rs reads what it wrote with the
 same settings as storage options."""
 
+import json
+import os
+import subprocess
+
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -10,6 +15,11 @@ from pyspark.sql import SparkSession
 from lakemirror.run.dbt import embedded_engine
 from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
+from lakemirror.storage.options import OPTIONS_VARIABLE
+from lakemirror.reference import ROW_MARKER
+
+from conftest import Zone, as_multiset, copy_project, mirrored_rows
+from test_cli import BIN, free_port
 
 
 def test_the_engine_started_with_the_warehouses_settings_writes_there(object_store_server):
@@ -57,3 +67,43 @@ def test_the_settings_are_object_stores_variables(request, kind):
         assert environment["AZURE_STORAGE_ACCOUNT_NAME"] == "devstoreaccount1"
         assert environment["AZURITE_BLOB_STORAGE_URL"] == server.endpoint
     assert "AWS_BUCKET" not in environment and "AZURE_CONTAINER_NAME" not in environment
+
+
+def test_plain_dbt_runs_on_a_background_engine_started_with_the_warehouse(tmp_path, s3_server):
+    """`lakemirror engine start` gives the engine the storage settings of LAKEMIRROR_WAREHOUSE
+    (Sail reads them nowhere else): plain `dbt run` then mirrors into the warehouse URL; an
+    engine started without them is refused by dbt's plugin, naming the fix, before any model
+    runs."""
+    zone = Zone(tmp_path / "LandingZone")
+    zone.table("T", ["id"])
+    zone.write("T", 1, [{"id": 1, "v": "a", ROW_MARKER: 0}, {"id": 2, "v": "b", ROW_MARKER: 0}],
+               pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())]))
+    project = copy_project(tmp_path / "project")
+    url = s3_server.url(s3_server.fresh_prefix("wh"))
+    env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
+           "LAKEMIRROR_ENGINE_PORT": str(free_port()), "LAKEMIRROR_WAREHOUSE": url,
+           OPTIONS_VARIABLE: json.dumps(dict(s3_server.options)),
+           "LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_PROJECT_DIR": str(project),
+           "DBT_PROFILES_DIR": str(project / "profiles")}
+
+    def sh(program, *args, **changes):
+        return subprocess.run([str(BIN / program), *args], env={**env, **changes}, cwd=project,
+                              capture_output=True, text=True, timeout=300)
+
+    assert sh("lakemirror", "ingest").returncode == 0
+    try:
+        assert sh("lakemirror", "engine", "start", LAKEMIRROR_WAREHOUSE=str(tmp_path / "wh")
+                  ).returncode == 0
+        refused = sh("dbt", "run")
+        assert refused.returncode == 2, refused.stdout
+        assert "was started without the storage settings of the warehouse" in refused.stdout
+        assert f"lakemirror engine start --warehouse {url}" in refused.stdout
+        assert sh("lakemirror", "engine", "stop").returncode == 0
+        started = sh("lakemirror", "engine", "start")
+        assert started.returncode == 0, started.stderr
+        dbt_run = sh("dbt", "run")
+        assert dbt_run.returncode == 0, dbt_run.stdout
+    finally:
+        sh("lakemirror", "engine", "stop")
+    assert mirrored_rows(parse_location(url, s3_server.options), "dbo", "t") == as_multiset(
+        [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+from lakemirror.cli.locations import WAREHOUSE
+
+if TYPE_CHECKING:
+    from lakemirror.storage import Location
 
 
 @click.group()
@@ -15,15 +21,20 @@ def engine() -> None:
 @engine.command()
 @click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
               help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
-def start(port: int | None) -> None:
+@click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+              help="The warehouse dbt will use: a URL's storage settings are given to the "
+                   "engine (it reads them nowhere else) [env LAKEMIRROR_WAREHOUSE].")
+def start(port: int | None, warehouse: Location | None) -> None:
     """Start the engine; then plain `dbt run` works in the dbt project."""
     from lakemirror.engine import DEFAULT_PORT, start_background
+    from lakemirror.storage.engine_settings import engine_environment
 
-    address = start_background(port or DEFAULT_PORT)
+    environment = engine_environment(warehouse) if warehouse is not None else {}
+    address = start_background(port or DEFAULT_PORT, environment=environment)
     click.echo(f"engine running at {address.url}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
-               "LAKEMIRROR_WAREHOUSE=<absolute path> (in lakemirror's repository also "
-               "DBT_PROFILES_DIR=$PWD/profiles)")
+               f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
+               "repository also DBT_PROFILES_DIR=$PWD/profiles)")
 
 
 @engine.command()

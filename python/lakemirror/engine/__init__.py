@@ -15,6 +15,7 @@ from lakemirror.engine.sail import (
     EngineAddress,
     background_engine,
     background_process,
+    background_storage,
     start_background,
     stop_background,
 )
@@ -23,6 +24,6 @@ from lakemirror.engine.watchdog import DEFAULT_ENGINE_TIMEOUT, Watch, WatchedEng
 
 __all__ = ["DEFAULT_ENGINE_TIMEOUT", "DEFAULT_PORT", "BackgroundProcess", "ChildEngine",
            "EngineAddress", "RemoteServer", "Watch", "WatchedEngine", "background_engine",
-           "background_process", "close_connect_sessions", "connect_session",
-           "end_spark_session", "prepare_spark_session", "server_address", "spark_unavailable",
-           "start_background", "stop_background", "watchdog"]
+           "background_process", "background_storage", "close_connect_sessions",
+           "connect_session", "end_spark_session", "prepare_spark_session", "server_address",
+           "spark_unavailable", "start_background", "stop_background", "watchdog"]

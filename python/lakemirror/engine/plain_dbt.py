@@ -13,6 +13,7 @@ statement over Spark Connect (it cannot set spark.sql.catalogImplementation ther
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Mapping
@@ -26,7 +27,13 @@ from lakemirror.engine.connect import (
     connect_timeout,
     server_address,
 )
-from lakemirror.engine.sail import EngineAddress, answers, background_engine
+from lakemirror.engine.sail import (
+    EngineAddress,
+    answers,
+    background_engine,
+    background_storage,
+    storage_fingerprint,
+)
 from lakemirror.errors import EngineError, UnreachableServerError
 
 ENGINE_MARK = "spark.lakemirror.engine"
@@ -49,7 +56,10 @@ def marked_server(parameters: Mapping[str, str], mark: str) -> EngineAddress | N
 def check_embedded_engine(parameters: Mapping[str, str]) -> None:
     """Raise EngineError when the target is the embedded engine's and nothing answers there."""
     address = embedded_engine(parameters)
-    if address is None or answers(address):
+    if address is None:
+        return
+    if answers(address):
+        check_engine_storage(address)
         return
     running = background_engine()
     hint = (f"a background engine runs at port {running.port}: export "
@@ -59,6 +69,27 @@ def check_embedded_engine(parameters: Mapping[str, str]) -> None:
     raise EngineError(f"the embedded engine is not running: nothing answers at "
                       f"{address.host}:{address.port} (LAKEMIRROR_ENGINE_HOST, "
                       "LAKEMIRROR_ENGINE_PORT)", hint=hint)
+
+
+def check_engine_storage(address: EngineAddress) -> None:
+    """Raise EngineError when the background engine at `address` lacks the storage settings of
+    the warehouse URL dbt is given (LAKEMIRROR_WAREHOUSE): the engine reads them only from its
+    own environment, so every table would fail on a storage error."""
+    warehouse = os.environ.get("LAKEMIRROR_WAREHOUSE")
+    if not warehouse or background_engine() != address:
+        return
+    from lakemirror.storage.engine_settings import engine_environment
+    from lakemirror.storage.location import redact_url
+    from lakemirror.storage.warehouse import warehouse_location
+
+    wanted = storage_fingerprint(engine_environment(warehouse_location(warehouse)))
+    if wanted and background_storage() != wanted:
+        shown = redact_url(warehouse)
+        raise EngineError(f"the background engine at port {address.port} was started without "
+                          f"the storage settings of the warehouse {shown}",
+                          hint="stop it with `lakemirror engine stop`, then start it with "
+                               f"`lakemirror engine start --warehouse {shown}` (or with "
+                               "LAKEMIRROR_WAREHOUSE set)")
 
 
 def invocation_state() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -100,11 +101,36 @@ def background_engine() -> EngineAddress | None:
     return address if answers(address) and _alive(int(state["pid"])) else None
 
 
-def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> EngineAddress:
-    """Start a detached Sail server and record it in the state file."""
+def storage_fingerprint(environment: Mapping[str, str]) -> str:
+    """A digest of an engine's storage settings (its object-store variables), kept in the
+    state file to tell which warehouse's settings the background engine has, without them."""
+    if not environment:
+        return ""
+    return hashlib.sha256(json.dumps(sorted(environment.items())).encode()).hexdigest()
+
+
+def background_storage() -> str | None:
+    """The storage fingerprint the background engine was started with ("" for none), or None
+    when no background engine runs."""
+    if background_engine() is None:
+        return None
+    return str(json.loads(state_file().read_text()).get("storage", ""))
+
+
+def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0,
+                     environment: Mapping[str, str] | None = None) -> EngineAddress:
+    """Start a detached Sail server with `environment` (a warehouse's storage settings) set
+    in its process, and record it in the state file. A running one is kept when it has the
+    same settings, else refused."""
+    fingerprint = storage_fingerprint(environment or {})
     running = background_engine()
-    if running:
+    if running and background_storage() == fingerprint:
         return running
+    if running:
+        raise EngineError(f"the background engine at port {running.port} runs with other "
+                          "storage settings than this warehouse's",
+                          hint="stop it with `lakemirror engine stop`, then start it again "
+                               "with this --warehouse")
     address = EngineAddress(HOST, port)
     if answers(address):
         raise EngineError(f"port {port} is already in use by another program",
@@ -115,13 +141,14 @@ def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0) -> Engi
         process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
+            start_new_session=True, env={**os.environ, **(environment or {})})
     deadline = time.monotonic() + timeout
     while not answers(address):
         if process.poll() is not None or time.monotonic() > deadline:
             raise EngineError(f"the embedded engine did not start; see {log}")
         time.sleep(0.1)
-    state_file().write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port}))
+    state_file().write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port,
+                                        "storage": fingerprint}))
     return address
 
 

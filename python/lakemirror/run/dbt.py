@@ -14,10 +14,12 @@ from lakemirror.engine import (
     RemoteServer,
     WatchedEngine,
     background_process,
+    background_storage,
     close_connect_sessions,
     watchdog,
 )
 from lakemirror.engine.connect import CONNECT_URL, connect_server
+from lakemirror.engine.sail import storage_fingerprint
 from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
@@ -82,12 +84,11 @@ _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
 
 def embedded_engine(environment: Mapping[str, str] | None = None
                     ) -> tuple[EngineAddress, WatchedEngine]:
-    """The background engine if one runs and no storage settings are asked for, else this
-    process's own engine in a child process started with `environment` (the storage
-    settings of the warehouse it serves: one engine per set of settings), a fresh one once
-    the last was lost."""
-    running = background_process() if not environment else None
-    if running:
+    """The background engine if one runs with the storage settings asked for (`environment`,
+    those of the warehouse it serves), else this process's own engine in a child process
+    started with them (one engine per set of settings), a fresh one once the last was lost."""
+    running = background_process()
+    if running and background_storage() == storage_fingerprint(environment or {}):
         return running.address, running
     key = tuple(sorted((environment or {}).items()))
     engine = _child_engines.get(key)
