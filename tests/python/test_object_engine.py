@@ -107,3 +107,20 @@ def test_plain_dbt_runs_on_a_background_engine_started_with_the_warehouse(tmp_pa
         sh("lakemirror", "engine", "stop")
     assert mirrored_rows(parse_location(url, s3_server.options), "dbo", "t") == as_multiset(
         [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
+
+
+def test_the_configured_port_goes_to_one_engine_and_another_takes_a_free_one(s3_server,
+                                                                            monkeypatch):
+    port = free_port()
+    monkeypatch.setenv("LAKEMIRROR_ENGINE_PORT", str(port))
+
+    def engine(key):
+        options = {**s3_server.options, "access_key_id": f"{key}-{port}"}
+        return embedded_engine(engine_environment(parse_location(s3_server.url("wh"), options)))
+
+    first_address, first = engine("first")
+    second_address, second = engine("second")
+    assert first_address.port == port and second_address.port != port
+    assert first.alive() and second.alive()
+    first.kill()
+    assert engine("first")[0].port == port  # restarted where it was

@@ -45,12 +45,15 @@ class ChildEngine:
     message, and shown only when asked for (`--debug`, `LAKEMIRROR_LOG`). `environment` is
     set in its process besides this one's: Sail reads object-store settings only there."""
 
-    def __init__(self, *, timeout: float = 60.0,
-                 environment: Mapping[str, str] | None = None) -> None:
+    def __init__(self, *, timeout: float = 60.0, environment: Mapping[str, str] | None = None,
+                 port: int | None = None) -> None:
+        """`port`: LAKEMIRROR_ENGINE_PORT's when None, else any free one (0)."""
         self._log = tempfile.TemporaryFile()
-        port = os.environ.get(PORT_VARIABLE) or "0"
+        if port is None:
+            port = configured_port()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "lakemirror.engine.server", "--port", port, "--with-parent"],
+            [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port),
+             "--with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None if engine_log_shown() else self._log,
             env={**os.environ, **environment} if environment else None)
@@ -59,8 +62,11 @@ class ChildEngine:
         line = self._process.stdout.readline() if ready else b""
         if not line:
             self.kill()
-            raise EngineError(f"the embedded engine did not start: {self.exit_reason()}",
-                              hint="check that pysail is installed (make install)")
+            reason = self.exit_reason()
+            raise EngineError(f"the embedded engine did not start: {reason}",
+                              hint=f"port {port} is taken: unset {PORT_VARIABLE} or give it a "
+                                   "free port" if "Address already in use" in reason else
+                                   "check that pysail is installed (make install)")
         self.address = EngineAddress(HOST, int(json.loads(line)["port"]))
 
     @property
@@ -85,6 +91,11 @@ class ChildEngine:
         lines = [line for line in self._log.read().decode("utf-8", "replace").splitlines()
                  if line.strip()]
         return how + (f"; its last log line: {lines[-1][-300:]}" if lines else "")
+
+
+def configured_port() -> int:
+    """The port LAKEMIRROR_ENGINE_PORT asks the in-process engine to take, else 0 (any)."""
+    return int(os.environ.get(PORT_VARIABLE) or 0)
 
 
 def state_file() -> Path:

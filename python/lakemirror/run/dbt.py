@@ -19,7 +19,7 @@ from lakemirror.engine import (
     watchdog,
 )
 from lakemirror.engine.connect import CONNECT_URL, connect_server
-from lakemirror.engine.sail import storage_fingerprint
+from lakemirror.engine.sail import configured_port, storage_fingerprint
 from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
@@ -86,14 +86,21 @@ def embedded_engine(environment: Mapping[str, str] | None = None
                     ) -> tuple[EngineAddress, WatchedEngine]:
     """The background engine if one runs with the storage settings asked for (`environment`,
     those of the warehouse it serves), else this process's own engine in a child process
-    started with them (one engine per set of settings), a fresh one once the last was lost."""
+    started with them (one engine per set of settings), a fresh one once the last was lost.
+    A child takes LAKEMIRROR_ENGINE_PORT's port unless another child holds it: then any."""
     running = background_process()
     if running and background_storage() == storage_fingerprint(environment or {}):
         return running.address, running
     key = tuple(sorted((environment or {}).items()))
     engine = _child_engines.get(key)
     if engine is None or not engine.alive():
-        engine = _child_engines[key] = ChildEngine(environment=environment)
+        if engine is not None:
+            engine.kill()  # reaped, so its port is free again
+        port = configured_port()
+        taken = any(other.alive() and other.address.port == port
+                    for other in _child_engines.values())
+        engine = _child_engines[key] = ChildEngine(environment=environment,
+                                                   port=0 if taken else port)
     return engine.address, engine
 
 
