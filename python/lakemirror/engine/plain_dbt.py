@@ -34,6 +34,7 @@ from lakemirror.engine.sail import (
     background_storage,
     storage_fingerprint,
 )
+from lakemirror.engine.spark import SESSION_MARK
 from lakemirror.errors import EngineError, UnreachableServerError
 
 ENGINE_MARK = "spark.lakemirror.engine"
@@ -119,6 +120,29 @@ def check_connect_server(parameters: Mapping[str, str]) -> None:
         time.sleep(0.5)
 
 
+def start_spark_session(parameters: Mapping[str, str]) -> None:
+    """On the `spark` target (marked by its session's warehouse) with a warehouse in object
+    storage: start the session dbt-spark would start, with the Hadoop settings that reach the
+    warehouse added (dbt-spark then reuses it); they are made from lakemirror's storage
+    options, which a profile cannot list."""
+    warehouse = os.environ.get("LAKEMIRROR_WAREHOUSE", "")
+    if SESSION_MARK not in parameters or "://" not in warehouse:
+        return
+    from lakemirror.storage.hadoop import hadoop_settings
+    from lakemirror.storage.location import ObjectLocation
+    from lakemirror.storage.warehouse import warehouse_location
+
+    location = warehouse_location(warehouse)
+    if not isinstance(location, ObjectLocation):
+        return
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()  # as dbt-spark's session method
+    for name, value in {**parameters, **hadoop_settings(location)}.items():
+        builder = builder.config(name, value)
+    builder.getOrCreate()
+
+
 def quiet_session_cursor() -> None:
     """Silence pyspark's warning on each statement of dbt-spark's session cursor over Spark
     Connect, which asks for a Hive catalog the server's static settings fix."""
@@ -141,5 +165,6 @@ class EngineCheck(dbtPlugin):
         parameters = getattr(profile.credentials, "server_side_parameters", None) or {}
         check_embedded_engine(parameters)
         check_connect_server(parameters)
+        start_spark_session(parameters)
         if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
             connect_session(parameters["spark.remote"])

@@ -25,6 +25,8 @@ from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.run.settings import RunSettings
 from lakemirror.storage.engine_settings import engine_environment
+from lakemirror.storage.hadoop import spark_url
+from lakemirror.storage.location import ObjectLocation
 
 
 class Dbt(Protocol):
@@ -40,7 +42,9 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
     the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
     the Connect server stopped answering (a cluster lakemirror cannot restart)."""
-    env = {"LAKEMIRROR_WAREHOUSE": str(settings.warehouse),
+    warehouse = settings.warehouse
+    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target == "spark"
+           and isinstance(warehouse, ObjectLocation) else str(warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
     dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
     engine: WatchedEngine

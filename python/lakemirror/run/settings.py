@@ -18,6 +18,7 @@ from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
 from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
+from lakemirror.storage.hadoop import refuse_unreachable_warehouse
 from lakemirror.storage.location import ObjectLocation
 from lakemirror.storage.warehouse import warehouse_location
 
@@ -50,11 +51,7 @@ class RunSettings:
     def __post_init__(self) -> None:
         checked_name(self.warehouse_name)  # before any table
         if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
-            raise ConfigError(
-                f"the warehouse {self.warehouse} is in object storage, which lakemirror mirrors "
-                f"into on the embedded engine only; the {self.target} target would need the "
-                "Hadoop cloud connectors set up by you (docs: Warehouse in object storage)",
-                hint="run with --target embedded, or pass a local folder as --warehouse")
+            refuse_unreachable_warehouse(self.warehouse, self.target)
         if not (self.project_dir / "dbt_project.yml").is_file():
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
                               hint="run lakemirror in your dbt project's folder, or pass "

@@ -1,0 +1,100 @@
+"""A warehouse URL as Apache Spark reaches it: the URL forms of Hadoop's connectors, the
+`spark.hadoop.*` settings made from lakemirror's storage options, and the refusal, before any
+work, of a target that cannot reach it. No network, no JVM."""
+
+import pytest
+
+from lakemirror.errors import ConfigError
+from lakemirror.storage import parse_location
+from lakemirror.storage.hadoop import (
+    connector_missing,
+    hadoop_settings,
+    refuse_unreachable_warehouse,
+    spark_url,
+)
+
+MOTO = {"endpoint": "http://127.0.0.1:9000", "allow_http": "true", "region": "us-east-1",
+        "access_key_id": "AKIDEXAMPLE", "secret_access_key": "wJalrXUtnFEMIEXAMPLE"}
+
+
+@pytest.mark.parametrize("url, options, expected", [
+    ("s3://lake/wh", MOTO, "s3://lake/wh"),
+    ("s3a://lake/a%20b/wh", MOTO, "s3://lake/a%20b/wh"),
+    ("abfss://lake@acct.dfs.core.windows.net/mirror", {"account_key": "a2V5"},
+     "abfss://lake@acct.dfs.core.windows.net/mirror"),
+    ("az://lake/mirror", {"account_name": "acct", "account_key": "a2V5"},
+     "abfss://lake@acct.dfs.core.windows.net/mirror"),
+    ("https://onelake.dfs.fabric.microsoft.com/Sales/Lake.Lakehouse/Files/wh", {},
+     "abfss://Sales@onelake.dfs.fabric.microsoft.com/Lake.Lakehouse/Files/wh"),
+    ("gs://lake/wh", {}, "gs://lake/wh"),
+])
+def test_the_url_spark_takes(url, options, expected):
+    assert spark_url(parse_location(url, options)) == expected
+
+
+def test_an_azure_url_without_its_account_is_refused_naming_the_form(monkeypatch):
+    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+    with pytest.raises(ConfigError, match="names no storage account") as refused:
+        spark_url(parse_location("az://lake/mirror", {}))
+    assert "abfss://<container>@<account>.dfs.core.windows.net/<path>" in refused.value.hint
+
+
+def test_s3_options_become_s3a_settings():
+    settings = hadoop_settings(parse_location("s3://lake/wh", {**MOTO, "token": "FwoGZX"}))
+    assert settings == {
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.access.key": "AKIDEXAMPLE",
+        "spark.hadoop.fs.s3a.secret.key": "wJalrXUtnFEMIEXAMPLE",
+        "spark.hadoop.fs.s3a.session.token": "FwoGZX",
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.aws.credentials.provider":
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"}
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"azure_storage_account_key": "a2V5"},
+     {"fs.azure.account.key.acct.dfs.core.windows.net": "a2V5"}),
+    ({"sas_key": "sv=2024&sig=c2ln"},
+     {"fs.azure.account.auth.type.acct.dfs.core.windows.net": "SAS",
+      "fs.azure.sas.token.provider.type.acct.dfs.core.windows.net":
+          "org.apache.hadoop.fs.azurebfs.sas.FixedSASTokenProvider",
+      "fs.azure.sas.fixed.token.acct.dfs.core.windows.net": "sv=2024&sig=c2ln"}),
+    ({"client_id": "app", "client_secret": "c2VjcmV0", "tenant_id": "tenant"},
+     {"fs.azure.account.auth.type.acct.dfs.core.windows.net": "OAuth",
+      "fs.azure.account.oauth.provider.type.acct.dfs.core.windows.net":
+          "org.apache.hadoop.fs.azurebfs.oauth2.ClientCredsTokenProvider",
+      "fs.azure.account.oauth2.client.id.acct.dfs.core.windows.net": "app",
+      "fs.azure.account.oauth2.client.secret.acct.dfs.core.windows.net": "c2VjcmV0",
+      "fs.azure.account.oauth2.client.endpoint.acct.dfs.core.windows.net":
+          "https://login.microsoftonline.com/tenant/oauth2/token"}),
+])
+def test_azure_credentials_become_abfs_settings(options, expected, monkeypatch):
+    for variable in ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_CLIENT_ID", "AZURE_STORAGE_SAS_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    location = parse_location("abfss://lake@acct.dfs.core.windows.net/mirror", options)
+    assert hadoop_settings(location) == {f"spark.hadoop.{name}": value
+                                         for name, value in expected.items()}
+
+
+def test_the_connector_jars_are_looked_for_next_to_deltas(tmp_path):
+    location = parse_location("s3://lake/wh", MOTO)
+    assert "LAKEMIRROR_DELTA_JARS is not set" in connector_missing(location, None)
+    (tmp_path / "hadoop-aws-3.4.1.jar").touch()
+    assert "holds no bundle-*.jar" in connector_missing(location, str(tmp_path))
+    (tmp_path / "bundle-2.24.6.jar").touch()
+    assert connector_missing(location, str(tmp_path)) is None
+
+
+def test_the_targets_that_cannot_reach_the_warehouse_are_refused(tmp_path, monkeypatch):
+    location = parse_location("s3://lake/wh", MOTO)
+    monkeypatch.setenv("LAKEMIRROR_DELTA_JARS", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"holds no hadoop-aws-\*\.jar and no bundle-\*\.jar"):
+        refuse_unreachable_warehouse(location, "spark")
+    (tmp_path / "hadoop-aws-3.4.1.jar").touch()
+    (tmp_path / "bundle-2.24.6.jar").touch()
+    refuse_unreachable_warehouse(location, "spark")
+    with pytest.raises(ConfigError, match="the connect target does not mirror into"):
+        refuse_unreachable_warehouse(location, "connect")
