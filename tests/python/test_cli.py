@@ -21,7 +21,7 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
 from conftest import REPO, as_multiset, copy_project, mirrored_rows
-from zone_kinds import KINDS, published_zone  # noqa: F401 (a fixture)
+from zone_kinds import WITH_S3, published_zone  # noqa: F401 (a fixture)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -54,7 +54,7 @@ def test_missing_option_is_a_usage_error():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+@pytest.mark.parametrize("published_zone", WITH_S3, indirect=True)
 def test_json_status_and_exit_code_one_when_a_table_fails(published_zone, tmp_path):
     zone = published_zone.zone
     zone.table("Good", ["id"])

@@ -16,7 +16,12 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
 from conftest import Zone, as_multiset, mirrored_rows
-from zone_kinds import KINDS, Published, published_zone  # noqa: F401 (a fixture)
+from zone_kinds import (  # noqa: F401 (published_zone is a fixture)
+    WITH_AZURITE,
+    WITH_S3,
+    Published,
+    published_zone,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +35,7 @@ def data_rows(rows):
     return [{name: value for name, value in row.items() if name != M} for row in rows]
 
 
-@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+@pytest.mark.parametrize("published_zone", WITH_AZURITE, indirect=True)
 def test_contract_examples_update_and_key_change(published_zone, tmp_path):
     zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Employees", ["EmployeeID"])
@@ -53,7 +58,7 @@ def test_contract_examples_update_and_key_change(published_zone, tmp_path):
         {"EmployeeID": "E0003", "EmployeeLocation": "Seattle"}])
 
 
-@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+@pytest.mark.parametrize("published_zone", WITH_S3, indirect=True)
 def test_semantics_edge_cases_match_reference(published_zone, tmp_path):
     zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Sales.schema/Pairs", ["a", "b"])
@@ -118,7 +123,7 @@ def test_crash_after_merge_before_bookkeeping_reapplies_safely(zone, service):
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data_rows(expected))
 
 
-CRASHES = [*((kind, "after staging, before the move") for kind in KINDS),
+CRASHES = [*((kind, "after staging, before the move") for kind in WITH_AZURITE),
            *((kind, "between the copy and the delete") for kind in ("azurite", "s3"))]
 
 
@@ -179,12 +184,27 @@ changes = st.lists(
     min_size=1, max_size=8)
 
 
-@settings(max_examples=5, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@pytest.mark.parametrize("kind", KINDS)
-@given(files=st.lists(changes, min_size=2, max_size=4), split=st.integers(1, 3))
-def test_random_change_streams_match_reference(request, kind, files, split):
-    server = None if kind == "local" else request.getfixturevalue(f"{kind}_server")
+streams = {"files": st.lists(changes, min_size=2, max_size=4), "split": st.integers(1, 3)}
+UNHURRIED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=UNHURRIED)
+@given(**streams)
+def test_random_change_streams_match_reference(files, split):
+    mirror_and_compare(None, files, split)
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=UNHURRIED)
+@pytest.mark.parametrize("kind", ["azurite", "s3"])
+@given(**streams)
+def test_random_change_streams_from_object_storage_match_reference(request, kind, files, split):
+    """As above with the zone on each server: fewer examples, the suite's budget."""
+    mirror_and_compare(request.getfixturevalue(f"{kind}_server"), files, split)
+
+
+def mirror_and_compare(server, files, split):
+    """Publish `files` (a zone on disk, or on `server`), mirror after file `split` and after
+    the last, and compare the mirrored table with the reference."""
     with tempfile.TemporaryDirectory() as directory:
         published = Published(Zone(Path(directory) / "LandingZone"), server)
         zone, service = published.zone, published.service(Path(directory))

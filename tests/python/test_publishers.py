@@ -27,7 +27,7 @@ from lakemirror.delta.rows import read_table
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import Zone
-from zone_kinds import KINDS, Published
+from zone_kinds import WITH_AZURITE, Published
 
 pd = pytest.importorskip("pandas", reason="pandas is a dev dependency (pip install -e '.[dev]')")
 duckdb = pytest.importorskip("duckdb", reason="duckdb is a dev dependency")
@@ -236,10 +236,10 @@ GUID_FILES = [
 ]
 
 
-@pytest.fixture(scope="module", params=KINDS)
+@pytest.fixture(scope="module", params=WITH_AZURITE)
 def mirrored(request, tmp_path_factory):
     """The zone after the initial files and after the changes, and each run's statuses; the
-    zone on disk, in Azurite and in S3."""
+    zone on disk and in Azurite."""
     root = tmp_path_factory.mktemp("publishers")
     server = None if request.param == "local" else request.getfixturevalue(
         f"{request.param}_server")

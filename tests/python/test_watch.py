@@ -17,7 +17,7 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.watch import zone_signature
 
 from conftest import Zone, as_multiset, copy_project, fail_if_hung, mirror_setup, mirrored_rows
-from zone_kinds import KINDS, published_zone  # noqa: F401 (a fixture)
+from zone_kinds import WITH_AZURITE, published_zone  # noqa: F401 (a fixture)
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -72,7 +72,7 @@ def wait_for(condition, seconds=90):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("published_zone", KINDS, indirect=True)
+@pytest.mark.parametrize("published_zone", WITH_AZURITE, indirect=True)
 def test_watch_mirrors_each_file_as_it_lands_and_stops_on_ctrl_c(tmp_path, published_zone):
     zone = published_zone.zone
     zone.table("T", ["id"])

@@ -21,6 +21,10 @@ from lakemirror.storage import ObjectLocation, parse_location
 from lakemirror.storage.options import OPTIONS_VARIABLE
 
 KINDS = ["local", "azurite", "s3"]
+# The suite's budget: an end-to-end test (a dbt run per step) runs on disk and one server,
+# the servers shared out between such tests, so each is exercised by half of them.
+WITH_AZURITE = ["local", "azurite"]
+WITH_S3 = ["local", "s3"]
 
 
 class Published:
