@@ -1,0 +1,113 @@
+"""A warehouse on moto's S3 server behind a proxy that fails chosen requests (fault_proxy.py),
+through the CLI on the embedded engine: lakemirror's own requests (delta-rs, obstore) and the
+engine's (Sail, pointed at the proxy by its environment) both go through it. Transient faults
+(a 503, a 429, a lost connection, a request held past the client's timeout, a commit applied
+whose answer was lost) are absorbed by object_store's retries; a persistent one fails only its
+table, and the next run, the fault gone, recovers. Every mirrored table ends exactly as the
+reference model says, and each file was staged once."""
+
+import dataclasses
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lakemirror.delta.access import delta_table
+from lakemirror.staging.ingest import SEQUENCE_KEY
+
+from fault_proxy import Fault, fault_proxy
+from test_mistakes import FOLDERS, statuses
+from test_object_mirror import object_mirror
+
+TIMEOUT = 3  # seconds: the storage option `timeout` of the tests' requests
+
+
+@pytest.fixture
+def proxied(tmp_path, monkeypatch, s3_server):
+    """A two-table mirror (object_mirror) whose warehouse is reached through a fault proxy."""
+    with fault_proxy(s3_server.endpoint) as proxy:
+        server = dataclasses.replace(s3_server, options={
+            **s3_server.options, "endpoint": proxy.endpoint, "timeout": f"{TIMEOUT}s"})
+        yield object_mirror(tmp_path, monkeypatch, server), proxy
+
+
+def log_put(table: str) -> str:
+    """The path pattern of a commit (a `_delta_log` JSON) of `table` (`dbo/customers`, ...)."""
+    return rf"/{table}/_delta_log/\d{{20}}\.json$"
+
+
+def assert_exact_and_staged_once(setup, files=2):
+    """Every table mirrors the reference model's state of its first `files` files, each
+    staged by one commit (a commit retried after its answer was lost is not a second)."""
+    for folder, (schema, table) in FOLDERS.items():
+        setup.assert_exact(folder, files=files)
+        staged = [entry.get(SEQUENCE_KEY) for entry in delta_table(
+            setup.warehouse / "_lakemirror/staging" / schema / table).history()]
+        assert sorted(filter(None, staged)) == [str(n) for n in range(1, files + 1)], staged
+
+
+def test_transient_faults_are_retried_and_nothing_is_lost_or_applied_twice(proxied):
+    setup, proxy = proxied
+    proxy.set(
+        Fault("PUT", log_put("_lakemirror/staging/dbo/customers"), 503),  # staging's commit
+        Fault("PUT", log_put("sales/orders"), 429),  # the engine's commit of a mirrored table
+        Fault("PUT", "/_lakemirror/staging/sales/orders/part-", "drop"),  # connection lost
+        Fault("GET", "/dbo/customers/_delta_log/", "drop", nth=2),  # the engine's read
+        Fault("PUT", "/_lakemirror/control/relations/part-", "delay", seconds=TIMEOUT + 2),
+        Fault("PUT", "/_lakemirror/landing_zone.json", "drop-after"))  # applied, answer lost
+    result = setup.run()
+    assert result.exit_code == 0, result.output
+    assert statuses(result) == {"dbo.customers": "replicating", "sales.orders": "replicating"}
+    assert [fault.hits for fault in proxy.faults()] == [1] * 6
+    assert_exact_and_staged_once(setup)
+
+
+def test_a_persistent_fault_fails_its_table_and_the_next_run_recovers(proxied):
+    setup, proxy = proxied
+    proxy.set(Fault("PUT", log_put("_lakemirror/staging/sales/orders"), 503, times=0))
+    failed = setup.run()
+    assert failed.exit_code == 1, failed.output
+    assert statuses(failed)["sales.orders"] == "failed", failed.output
+    assert statuses(failed)["dbo.customers"] == "replicating", failed.output
+    assert "503" in failed.output and "sales.orders" in failed.output
+    [fault] = proxy.faults()
+    assert fault.hits == 6  # the first attempt and max_retries (5) more
+    proxy.set()
+    recovered = setup.run()
+    assert recovered.exit_code == 0, recovered.output
+    assert_exact_and_staged_once(setup)
+
+
+def test_runs_killed_at_random_moments_leave_nothing_lost_or_applied_twice(
+        tmp_path, monkeypatch, s3_server):
+    """`lakemirror run` processes (their engines with them) SIGKILLed after random delays
+    (seeded: LAKEMIRROR_KILL_SEED replays a failure), a file landing between them, leave
+    leases that expire in 2 s: the next run ends every table exactly as the reference model
+    says, each file staged once."""
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    monkeypatch.setenv("LAKEMIRROR_LEASE_SECONDS", "2")
+    seed = int(os.environ.get("LAKEMIRROR_KILL_SEED") or time.time())
+    delays = random.Random(seed).sample(range(2, 16), 2)
+    print(f"LAKEMIRROR_KILL_SEED={seed}: kills after {delays} s")
+    command = [str(Path(sys.executable).parent / "lakemirror"), "run", "--landing-zone",
+               str(setup.zone.root), "--warehouse", str(setup.warehouse), "--project-dir",
+               str(setup.project)]
+    for round, delay in enumerate(delays):
+        runner = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            runner.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait()
+        if round == 0:
+            for folder in FOLDERS:
+                setup.publish(folder, 3)  # the next runner finds a new file
+    after = setup.run()
+    assert after.exit_code == 0, after.output
+    assert_exact_and_staged_once(setup, files=3)
