@@ -12,6 +12,7 @@ within 3 minutes, backing off from 0.1 s to 15 s).
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 from lakemirror.storage.location import RETRY_OPTIONS, Location, ObjectLocation, open_store
 
@@ -32,7 +33,7 @@ def delta_storage_options(location: ObjectLocation) -> dict[str, str]:
     store = open_store(location)
     retry = store.retry_config or {}
     settings = {**store.config, **(store.client_options or {}), **{
-        name: f"{int(value.total_seconds())}s" if name == "retry_timeout" else value
+        name: f"{int(value.total_seconds())}s" if isinstance(value, timedelta) else value
         for name, value in retry.items() if name in RETRY_OPTIONS}}
     return {name: str(value) for name, value in settings.items() if name not in _FROM_URL}
 
