@@ -1,7 +1,7 @@
 """`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
 figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
-freshness and storage also copy-on-write, the plot) is measured and reported, with the phases of
-lakemirror's runs. Times are never asserted."""
+freshness and storage also copy-on-write, the warehouse on moto's S3 against disk, the plot) is
+measured and reported, with the phases of lakemirror's runs. Times are never asserted."""
 
 import json
 
@@ -15,6 +15,10 @@ from lakemirror.engine import spark_unavailable
 
 DELTARS = ("delta-rs", "delta-rs-batched")
 MEASURED = ("lakemirror", "lakemirror-warm", *DELTARS, "floor")
+
+
+FIGURES_OFF = ("--no-freshness", "--no-idle", "--no-memory", "--no-wide", "--no-storage",
+               "--no-object-warehouse")
 
 
 def bench(*args):
@@ -144,14 +148,35 @@ def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, n
 
 
 def test_each_figure_can_be_turned_off(tmp_path):
-    result = bench("--contenders", "floor", "--no-freshness", "--no-idle", "--no-memory",
-                   "--no-wide", "--no-storage", "--json", "--dir", str(tmp_path))
+    result = bench("--contenders", "floor", *FIGURES_OFF, "--json", "--dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert [contender["name"] for contender in report["contenders"]] == ["floor"]
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
     assert not {"idle_run", "freshness", "freshness_copy_on_write", "memory", "memory_csv",
-                "wide_tables", "storage", "storage_copy_on_write"} & set(report)
+                "wide_tables", "storage", "storage_copy_on_write", "object_warehouse"
+                } & set(report)
+
+
+def test_the_warehouse_on_s3_is_timed_against_disk_with_its_requests(report):
+    measured = figure(report, "object_warehouse")
+    assert positive(measured["disk_seconds"]) and positive(measured["s3_seconds"])
+    assert measured["ratio"] == pytest.approx(measured["s3_seconds"] / measured["disk_seconds"])
+    assert positive(measured["requests"]["PUT"]) and positive(measured["requests"]["GET"])
+    assert measured["verified"], measured["message"]
+
+
+def test_without_moto_the_s3_figure_says_it_is_not_measured(tmp_path, monkeypatch):
+    from lakemirror.bench import object_warehouse
+
+    monkeypatch.setattr(object_warehouse, "moto_program", lambda: None)
+    on = [flag for flag in FIGURES_OFF if flag != "--no-object-warehouse"]
+    result = bench("--contenders", "floor", *on, "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "warehouse on S3: not measured: moto_server is not installed" in result.output
+    report = json.loads(bench("--contenders", "floor", *on, "--json", "--dir",
+                              str(tmp_path)).output)
+    assert report["object_warehouse"] == {"missing": object_warehouse.MISSING}
 
 
 def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypatch):

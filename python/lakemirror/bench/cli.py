@@ -78,6 +78,10 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Rows of the storage table [100,000; smoke 2,000].")
 @click.option("--storage-changes", type=click.IntRange(min=1), default=None,
               help="Changes per file of the storage table [1,000; smoke 100].")
+@click.option("--object-warehouse/--no-object-warehouse", default=True, show_default=True,
+              help="Seconds of a cold run into a warehouse on moto's S3 server (started on "
+                   "loopback; needs the dev extra moto[server]) against local disk, and its "
+                   "requests.")
 @click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
@@ -90,11 +94,12 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
           wide_changes: int | None, storage: bool, storage_files: int | None,
-          storage_rows: int | None, storage_changes: int | None, plot_file: Path | None,
+          storage_rows: int | None, storage_changes: int | None, object_warehouse: bool,
+          plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
     Spark on one generated landing zone, every final table verified; then idle runs,
-    freshness, memory, wide tables and storage after many files."""
+    freshness, memory, wide tables, storage after many files and the warehouse on S3."""
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
@@ -119,7 +124,7 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             idle_runs=idle_runs if idle else 0, wide_columns=wide_columns if wide else (),
             wide_rows=wide_rows, wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,
-            storage_changes=storage_changes)
+            storage_changes=storage_changes, object_warehouse=object_warehouse)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)

@@ -135,6 +135,19 @@ def _storage(result: BenchResult, figures: Figures, directory: Path, progress: P
     return {**dataclasses.asdict(storage), "ratios": storage.ratios()}, storage.text()
 
 
+def _object_warehouse(result: BenchResult, figures: Figures, directory: Path,
+                      progress: Progress) -> Figure:
+    from lakemirror.bench.object_warehouse import MISSING, measure_object_warehouse
+
+    if not figures.object_warehouse:
+        return None
+    measured = measure_object_warehouse(directory / "object-warehouse", result.spec, progress)
+    if measured is None:
+        progress(MISSING)
+        return {"missing": MISSING}, MISSING
+    return {**dataclasses.asdict(measured), "ratio": measured.ratio}, measured.text()
+
+
 # New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
@@ -143,7 +156,8 @@ FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figur
     ("freshness_copy_on_write", partial(_freshness, readers=COPY_ON_WRITE)),
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),
-    ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)))
+    ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)),
+    ("object_warehouse", _object_warehouse))
 
 
 def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:

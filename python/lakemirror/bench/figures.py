@@ -22,6 +22,7 @@ class Figures:
     storage_files: int = 100  # change files, one run each, then `maintain`
     storage_rows: int = 100_000
     storage_changes: int = 1_000
+    object_warehouse: bool = True  # the zone into a warehouse on moto's S3 and on disk
 
     @classmethod
     def smoke(cls) -> Figures:

@@ -4,14 +4,17 @@
 The embedded engine (Sail) reads object-store settings only from its process environment
 (`AZURE_STORAGE_*`, `AWS_*`, `GOOGLE_*`, the names `object_store` reads with `from_env`), so
 an engine for a warehouse in object storage starts with that warehouse's options written as
-those variables; two warehouses with different settings need two engines.
+those variables; two warehouses with different settings need two engines. object_store reads
+no retry settings from the environment: the engine retries as its defaults say (10 times
+within 3 minutes, backing off from 0.1 s to 15 s).
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
-from lakemirror.storage.location import Location, ObjectLocation, open_store
+from lakemirror.storage.location import RETRY_OPTIONS, Location, ObjectLocation, open_store
 
 _PREFIXES = {"azure": "AZURE_", "s3": "AWS_", "gcs": "GOOGLE_"}
 # Azure's keys that object_store reads as AZURE_STORAGE_<KEY>; its others as AZURE_<KEY>.
@@ -25,9 +28,13 @@ _EMULATOR_VARIABLES = ("AZURITE_BLOB_STORAGE_URL",)
 
 
 def delta_storage_options(location: ObjectLocation) -> dict[str, str]:
-    """The location's storage options as delta-rs takes them (store and client settings)."""
+    """The location's storage options as delta-rs takes them (store and client settings, and
+    the retries lakemirror's own requests make: delta-rs would retry 10 times in 3 minutes)."""
     store = open_store(location)
-    settings = {**store.config, **(store.client_options or {})}
+    retry = store.retry_config or {}
+    settings = {**store.config, **(store.client_options or {}), **{
+        name: f"{int(value.total_seconds())}s" if isinstance(value, timedelta) else value
+        for name, value in retry.items() if name in RETRY_OPTIONS}}
     return {name: str(value) for name, value in settings.items() if name not in _FROM_URL}
 
 
@@ -40,6 +47,8 @@ def engine_environment(location: Location) -> dict[str, str]:
     prefix = _PREFIXES[location.kind]
     variables = {name: os.environ[name] for name in _EMULATOR_VARIABLES if name in os.environ}
     for name, value in delta_storage_options(location).items():
+        if name in RETRY_OPTIONS:
+            continue  # object_store reads no retry settings from the environment
         if location.kind == "azure" and name in _AZURE_STORAGE_KEYS:
             variables[f"AZURE_STORAGE_{name.upper()}"] = value
         else:
