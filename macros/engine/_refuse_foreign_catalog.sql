@@ -30,4 +30,3 @@
 {% macro _plain_location(location) %}
     {{ return((location | replace('file://', '') | replace('file:', '')).rstrip('/')) }}
 {% endmacro %}
-

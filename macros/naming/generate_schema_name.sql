@@ -20,6 +20,7 @@
             and node.config.get('incremental_strategy') == 'mirror' -%}
         {{ lakemirror.catalog_schema(custom_schema_name | trim) }}
     {%- else -%}
-        {{ lakemirror.catalog_schema(dbt.default__generate_schema_name(custom_schema_name, node) | trim) }}
+        {%- set schema = dbt.default__generate_schema_name(custom_schema_name, node) | trim -%}
+        {{ lakemirror.catalog_schema(schema) }}
     {%- endif -%}
 {%- endmacro %}
