@@ -1,5 +1,5 @@
 """The `connect` target against a real standalone Spark cluster behind a Spark Connect server
-with Delta (tests/python/spark_cluster.py, one for the session): mirroring with the profile's
+with Delta (tests/spark_cluster.py, one for the session): mirroring with the profile's
 default threads, two warehouses on one server, and the failures a user meets first."""
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import pytest
 
 from lakemirror.conflicts import ConflictKind
 from lakemirror.engine import ChildEngine
-from lakemirror.engine.spark import forget_tables
 from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
-from test_cli import free_port
+from spark_cluster import free_port
 
 # Tests that use the cluster; the others need no server.
 on_cluster = pytest.mark.usefixtures("connect")
@@ -39,14 +38,8 @@ TABLES = ("Customers", "Sales.schema/Orders")
 @pytest.fixture
 def connect(spark_cluster, monkeypatch):
     """The cluster's Connect server for the connect target, its catalog emptied of an earlier
-    test's tables (the tests' warehouses share schema names; their data stays)."""
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.builder.remote(spark_cluster.connect_url).create()
-    try:
-        forget_tables(session)
-    finally:
-        session.stop()
+    test's tables."""
+    spark_cluster.forget_tables()
     monkeypatch.setenv("LAKEMIRROR_CONNECT_URL", spark_cluster.connect_url)
     monkeypatch.delenv("LAKEMIRROR_THREADS", raising=False)  # the profile's default: 4
     return spark_cluster
