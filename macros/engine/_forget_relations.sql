@@ -4,14 +4,15 @@
      it drops anything there): a drop dbt makes with its macros alone, outside a command, cannot
      find the warehouse, and leaves the registry as it is. --#}
 {% macro _forget_relations(schema_name, identifier=none) %}
+    {%- set control = lakemirror.catalog_schema('_lakemirror_control') -%}
     {%- if not execute or not schema_name
-        or not run_query("show schemas like '_lakemirror_control'").rows
-        or not run_query("show tables in _lakemirror_control like 'relations'").rows -%}
+        or not run_query("show schemas like '" ~ control ~ "'").rows
+        or not run_query("show tables in " ~ control ~ " like 'relations'").rows -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set registry = '_lakemirror_control.relations' -%}
+    {%- set registry = control ~ '.relations' -%}
     {%- set condition -%}
-        schema_name = '{{ lakemirror._sql_escape(schema_name) }}'
+        schema_name = '{{ lakemirror._sql_escape(lakemirror._warehouse_schema(schema_name)) }}'
         {%- if identifier is not none %}
         and table_name = '{{ lakemirror._sql_escape(identifier) }}'
         {%- endif %}

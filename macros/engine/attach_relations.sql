@@ -22,7 +22,7 @@
         select schema_name, table_name, location, coalesce(format, 'delta'), definition
         from {{ registry }}
         {%- if schema_name is not none %}
-        where schema_name = '{{ lakemirror._sql_escape(schema_name) }}'
+        where schema_name = '{{ lakemirror._sql_escape(lakemirror._warehouse_schema(schema_name)) }}'
         {%- endif %}
     {%- endset -%}
     {#-- lakemirror run leaves out tables whose Delta log it found damaged. --#}
@@ -31,11 +31,12 @@
     {%- set schemas = [] -%}
     {%- for row in rows if row[0] not in schemas -%}
         {%- do schemas.append(row[0]) -%}
-        {%- do run_query('create schema if not exists ' ~ lakemirror.quote_identifier(row[0])) -%}
+        {%- do run_query('create schema if not exists '
+            ~ lakemirror.quote_identifier(lakemirror.catalog_schema(row[0]))) -%}
     {%- endfor -%}
     {%- set known = [] -%}
     {%- for row in rows if row[3] == 'view' or row[2] not in unavailable -%}
-        {%- do known.append((row[0] ~ '.' ~ row[1]) | lower) -%}
+        {%- do known.append(lakemirror._catalog_name(row)) -%}
     {%- endfor -%}
     {%- for row in rows if row[3] != 'view' and row[2] not in unavailable -%}
         {%- do run_query('create table if not exists ' ~ lakemirror._registered_name(row)
@@ -55,8 +56,8 @@
     {%- set inputs = lakemirror._view_inputs() if views else {} -%}
     {%- set created = [] -%}
     {%- for pass in range(views | length) -%}
-        {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower in known -%}
-            {%- set name = (view[0] ~ '.' ~ view[1]) | lower -%}
+        {%- for view in views if lakemirror._catalog_name(view) in known -%}
+            {%- set name = lakemirror._catalog_name(view) -%}
             {%- set lacking = inputs.get(name, []) | reject('in', known) | list -%}
             {%- if lacking -%}
                 {%- do known.remove(name) -%}
@@ -68,19 +69,19 @@
         {%- endfor -%}
     {%- endfor -%}
     {%- for pass in range(views | length) -%}
-        {%- for view in views if (view[0] ~ '.' ~ view[1]) | lower not in created
-            and (view[0] ~ '.' ~ view[1]) | lower in known -%}
+        {%- for view in views if lakemirror._catalog_name(view) not in created
+            and lakemirror._catalog_name(view) in known -%}
             {%- set definition = view[4] | lower | replace('`', '') -%}
             {%- set waits_for = [] -%}
-            {%- for other in views if (other[0] ~ '.' ~ other[1]) | lower not in created
-                and (other[0] ~ '.' ~ other[1]) | lower in known
-                and other != view and (other[0] ~ '.' ~ other[1]) | lower in definition -%}
+            {%- for other in views if lakemirror._catalog_name(other) not in created
+                and lakemirror._catalog_name(other) in known
+                and other != view and lakemirror._catalog_name(other) in definition -%}
                 {%- do waits_for.append(other) -%}
             {%- endfor -%}
             {%- if not waits_for or pass == views | length - 1 -%}
                 {%- do run_query('create view if not exists '
                     ~ lakemirror._registered_name(view) ~ ' as ' ~ view[4]) -%}
-                {%- do created.append((view[0] ~ '.' ~ view[1]) | lower) -%}
+                {%- do created.append(lakemirror._catalog_name(view)) -%}
             {%- endif -%}
         {%- endfor -%}
     {%- endfor -%}
@@ -107,7 +108,13 @@
     {{ return(inputs) }}
 {% endmacro %}
 
-{#-- `schema`.`name` of a registry row. --#}
+{#-- `schema`.`name` of a registry row in the catalog (its schema with the schema suffix). --#}
 {% macro _registered_name(row) %}
-    {{ return(lakemirror.quote_identifier(row[0]) ~ '.' ~ lakemirror.quote_identifier(row[1])) }}
+    {{ return(lakemirror.quote_identifier(lakemirror.catalog_schema(row[0])) ~ '.'
+        ~ lakemirror.quote_identifier(row[1])) }}
+{% endmacro %}
+
+{#-- 'schema.name' of a registry row in the catalog, lower case, as _view_inputs names it. --#}
+{% macro _catalog_name(row) %}
+    {{ return((lakemirror.catalog_schema(row[0]) ~ '.' ~ row[1]) | lower) }}
 {% endmacro %}

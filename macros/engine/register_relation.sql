@@ -1,4 +1,5 @@
-{#-- Post-hook: record the relation this node built in the relation registry, as it is: a table
+{#-- Post-hook: record the relation this node built in the relation registry (under its
+     warehouse schema, without the catalog's schema suffix), as it is: a table
      with its format and location, a view with its SQL (format 'view'). Writes only when the
      entry is new or changed (a table that became a view, a view's new SQL): a new entry is a
      blind append, which never conflicts with the other models registering theirs at the same
@@ -18,8 +19,9 @@
     {%- endif -%}
     {%- set entry = lakemirror._registry_entry(relation) -%}
     {%- set registry = lakemirror._relations_table() -%}
+    {%- set schema = lakemirror._warehouse_schema(relation.schema) -%}
     {%- set key -%}
-        schema_name = '{{ lakemirror._sql_escape(relation.schema) }}'
+        schema_name = '{{ lakemirror._sql_escape(schema) }}'
         and table_name = '{{ lakemirror._sql_escape(relation.identifier) }}'
     {%- endset -%}
     {%- set known = run_query('select location, coalesce(format, \'delta\'), definition from '
@@ -32,7 +34,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set values = [] -%}
-    {%- for value in [relation.schema, relation.identifier] + entry -%}
+    {%- for value in [schema, relation.identifier] + entry -%}
         {%- do values.append('null' if value is none
             else "'" ~ lakemirror._sql_escape(value) ~ "'") -%}
     {%- endfor -%}

@@ -3,9 +3,9 @@
      this invocation; `applied`, its applied watermark (0 before its first batch). --#}
 {% macro _mirror_batch_bounds() %}
     {%- set batches = lakemirror._mirror_batches_table() if execute
-        else '_lakemirror_control.mirror_batches' -%}
+        else lakemirror.catalog_schema('_lakemirror_control') ~ '.mirror_batches' -%}
     {%- set relation_name = "'"
-        ~ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) ~ "'" -%}
+        ~ lakemirror._sql_escape(lakemirror._mirror_relation_name()) ~ "'" -%}
     {%- set claimed -%}
         (
             select max(batch_end) from {{ batches }}

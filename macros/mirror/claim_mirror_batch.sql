@@ -7,7 +7,7 @@
 {% macro default__claim_mirror_batch() %}
     insert into {{ lakemirror._mirror_batches_table() }}
     select
-        '{{ lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) }}',
+        '{{ lakemirror._sql_escape(lakemirror._mirror_relation_name()) }}',
         '{{ invocation_id }}',
         'claimed',
         coalesce(max(_lm_position), 0),

@@ -14,11 +14,14 @@
             {{ exceptions.raise_compiler_error(
                 "lakemirror.drop_mirrored_tables: '" ~ table ~ "' is not <schema>.<table>") }}
         {%- endif -%}
-        {%- do run_query('drop table if exists ' ~ lakemirror.quote_identifier(parts[0]) ~ '.'
+        {%- do run_query('drop table if exists '
+            ~ lakemirror.quote_identifier(lakemirror.catalog_schema(parts[0])) ~ '.'
             ~ lakemirror.quote_identifier(parts[1])) -%}
-        {%- do run_query('drop table if exists ' ~ lakemirror.quote_identifier(parts[0]) ~ '.'
+        {%- do run_query('drop table if exists '
+            ~ lakemirror.quote_identifier(lakemirror.catalog_schema(parts[0])) ~ '.'
             ~ lakemirror.quote_identifier(parts[1] ~ '__history')) -%}
-        {%- do run_query('drop table if exists _lakemirror_staging.'
+        {%- do run_query('drop table if exists '
+            ~ lakemirror.catalog_schema('_lakemirror_staging') ~ '.'
             ~ lakemirror.quote_identifier(parts[0] ~ '__' ~ parts[1])) -%}
         {%- do log('lakemirror: dropped ' ~ table, info=true) -%}
     {%- endfor -%}

@@ -8,7 +8,7 @@
      reads nothing of mirror_batches and never conflicts with another model's bookkeeping. --#}
 {% macro default__record_mirror_batch() %}
     {%- set batches = lakemirror._mirror_batches_table() -%}
-    {%- set relation_name = lakemirror._sql_escape(this.schema ~ '.' ~ this.identifier) -%}
+    {%- set relation_name = lakemirror._sql_escape(lakemirror._mirror_relation_name()) -%}
     {%- set claimed = run_query(
         'select max(batch_end) from ' ~ batches ~ " where relation_name = '" ~ relation_name
         ~ "' and invocation_id = '" ~ invocation_id ~ "' and kind = 'claimed'"

@@ -106,6 +106,8 @@ def dbt_profile_target(lakemirror_target: str, warehouse: Path,
     parameters = output["server_side_parameters"]
     if lakemirror_target == "embedded":
         parameters["spark.remote"] = request.getfixturevalue("embedded_engine")
+    elif lakemirror_target == "connect":
+        parameters["spark.remote"] = request.getfixturevalue("spark_cluster").connect_url
     else:
         jars = os.environ.get("LAKEMIRROR_DELTA_JARS", "")
         parameters.update({

@@ -20,7 +20,6 @@ from deltalake import DeltaTable
 from lakemirror.bench.contenders import private_project
 from lakemirror.build import _environment
 from lakemirror.delta.rows import read_table
-from lakemirror.engine import close_connect_sessions
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
@@ -163,24 +162,6 @@ def fail_if_hung(seconds: int, what: str) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One standalone Spark cluster behind a Spark Connect server with Delta, for the session
-    (tests/python/spark_cluster.py); skipped, with the reason, without Java or Delta's jars.
-    This process's Connect sessions end before the cluster stops."""
-    from spark_cluster import cluster_unavailable
-    from spark_cluster import spark_cluster as start_cluster
-
-    reason = cluster_unavailable()
-    if reason is not None:
-        pytest.skip(f"Spark cluster skipped: {reason}")
-    with start_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
-        try:
-            yield cluster
-        finally:
-            close_connect_sessions()  # none outlives the servers it talks to
 
 
 def object_server(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:

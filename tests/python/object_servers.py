@@ -30,7 +30,7 @@ from typing import Any
 
 from spark_cluster import listens, wait_until
 
-from test_cli import free_port
+from spark_cluster import free_port
 
 CONTAINER = "lakemirror"  # the container (Azurite) or bucket (moto) every test shares
 AZURITE_VARIABLE = "LAKEMIRROR_AZURITE"  # the azurite-blob program, where it is not installed

@@ -21,6 +21,7 @@ from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
 
 from conftest import REPO, as_multiset, copy_project, mirrored_rows
+from spark_cluster import free_port
 from zone_kinds import WITH_S3, published_zone  # noqa: F401 (a fixture)
 
 M = ROW_MARKER
@@ -113,12 +114,6 @@ def test_every_status_names_its_folder_so_folders_differing_by_case_are_told_apa
     result = run_cli("run", "--json", "--project-dir", env["LAKEMIRROR_PROJECT_DIR"], env=env)
     dropped = [t for t in json.loads(result.stdout)["tables"] if t["status"] == "dropped"]
     assert [(t["table"], t["folder"]) for t in dropped] == [("lines", "Sales.schema/Lines")]
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """The `connect` target against a real standalone Spark cluster behind a Spark Connect server
-with Delta (tests/python/spark_cluster.py, one for the session): mirroring with the profile's
+with Delta (tests/spark_cluster.py, one for the session): mirroring with the profile's
 default threads, two warehouses on one server, and the failures a user meets first."""
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import pytest
 
 from lakemirror.conflicts import ConflictKind
 from lakemirror.engine import ChildEngine
-from lakemirror.engine.spark import forget_tables
 from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
-from test_cli import free_port
+from spark_cluster import free_port
 
 # Tests that use the cluster; the others need no server.
 on_cluster = pytest.mark.usefixtures("connect")
@@ -39,14 +38,8 @@ TABLES = ("Customers", "Sales.schema/Orders")
 @pytest.fixture
 def connect(spark_cluster, monkeypatch):
     """The cluster's Connect server for the connect target, its catalog emptied of an earlier
-    test's tables (one server serves one warehouse at a time; their data stays)."""
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.builder.remote(spark_cluster.connect_url).create()
-    try:
-        forget_tables(session)
-    finally:
-        session.stop()
+    test's tables."""
+    spark_cluster.forget_tables()
     monkeypatch.setenv("LAKEMIRROR_CONNECT_URL", spark_cluster.connect_url)
     monkeypatch.delenv("LAKEMIRROR_THREADS", raising=False)  # the profile's default: 4
     return spark_cluster
@@ -201,27 +194,31 @@ def test_a_server_without_delta_is_named_with_the_servers_settings(tmp_path, zon
 
 @pytest.mark.spark
 @on_cluster
-def test_a_second_warehouse_on_one_server_stops_before_touching_either(tmp_path):
-    """The server's catalog attaches lakemirror's names at the first warehouse's tables; a run
-    for another warehouse would read and write those. It stops, naming both, and the first
-    warehouse goes on."""
+def test_two_warehouses_on_one_server_each_with_its_schema_suffix(tmp_path, monkeypatch):
+    """The server's catalog attaches lakemirror's names at the first warehouse's tables. A run
+    for another warehouse under the same names stops before touching either, naming the fix;
+    with a schema suffix of its own it mirrors exactly, and so does the first one after it."""
     first_zone, first = mirror_setup(tmp_path / "a", "connect")
     second_zone, second = mirror_setup(tmp_path / "b", "connect")
     for zone in (first_zone, second_zone):
         zone.table("Customers", ["id"])
         zone.write("Customers", 1, BATCHES[0], SCHEMA)
     assert [status.status for status in first.run()] == ["replicating"]
-    with pytest.raises(ConfigError, match="one server serves one warehouse") as stopped:
+    with pytest.raises(ConfigError, match="LAKEMIRROR_SCHEMA_SUFFIX") as stopped:
         second.run()
     message = str(stopped.value)
     assert str(first.settings.warehouse) in message
     assert str(second.settings.warehouse) in message
     assert not (second.settings.warehouse / "dbo" / "customers").exists()
+    monkeypatch.setenv("LAKEMIRROR_SCHEMA_SUFFIX", "_b")
+    assert [status.status for status in second.run()] == ["replicating"]
+    monkeypatch.delenv("LAKEMIRROR_SCHEMA_SUFFIX")
     first_zone.write("Customers", 2, BATCHES[1], SCHEMA)
     assert [status.status for status in first.run()] == ["replicating"]
-    expected = [{k: v for k, v in row.items() if k != M}
-                for row in apply_changes(BATCHES[:2], ["id"])]
-    assert mirrored_rows(first.settings.warehouse, "dbo", "customers") == as_multiset(expected)
+    for warehouse, batches in ((first.settings.warehouse, 2), (second.settings.warehouse, 1)):
+        expected = [{k: v for k, v in row.items() if k != M}
+                    for row in apply_changes(BATCHES[:batches], ["id"])]
+        assert mirrored_rows(warehouse, "dbo", "customers") == as_multiset(expected)
 
 
 @pytest.mark.parametrize(("target", "names"), [

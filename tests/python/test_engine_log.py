@@ -30,7 +30,7 @@ def test_the_engine_log_is_shown_when_asked_for(variable):
 def test_the_in_process_engine_listens_on_the_port_set():
     """LAKEMIRROR_ENGINE_PORT sets the in-process engine's port too, not only the background
     engine's (without it, any free port: runs side by side never collide)."""
-    from test_cli import free_port
+    from spark_cluster import free_port
 
     port = free_port()
     started = subprocess.run(

@@ -19,7 +19,8 @@ from lakemirror.storage.options import OPTIONS_VARIABLE
 from lakemirror.reference import ROW_MARKER
 
 from conftest import Zone, as_multiset, copy_project, mirrored_rows
-from test_cli import BIN, free_port
+from spark_cluster import free_port
+from test_cli import BIN
 
 
 def test_the_engine_started_with_the_warehouses_settings_writes_there(object_store_server):

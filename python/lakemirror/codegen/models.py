@@ -115,7 +115,7 @@ class MirrorModel:
 
 sources:
   - name: lakemirror_staging
-    schema: _lakemirror_staging
+    schema: "_lakemirror_staging{{{{ env_var('LAKEMIRROR_SCHEMA_SUFFIX', '') }}}}"
     tables:
       - name: {yaml_string(self.name)}
         description: {dbt_yaml_text(source_text)}{source_config}

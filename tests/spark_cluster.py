@@ -6,6 +6,10 @@ LAKEMIRROR_DELTA_JARS, and stopped by process id.
 About 18 s to ready and 2 GB resident: 256 MB master and worker daemons, 1 GB for the Connect
 server's driver and for the executor. A second server on the same cluster without Delta's
 extension (`delta=False`) shows what a user meets when their server lacks it.
+
+A pytest plugin for both test roots (pyproject's addopts): its fixture `spark_cluster` starts
+the cluster once for the session, for tests/python's connect tests and tests/dbt_adapter's
+conformance subset alike.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakemirror.engine.spark import DELTA_JARS, spark_unavailable
+import pytest
 
-from test_cli import free_port
+from lakemirror.engine import close_connect_sessions
+from lakemirror.engine.spark import DELTA_JARS, spark_unavailable
 
 READY_SECONDS = 120  # a loaded 2-core machine; measured about 18 s when idle
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -93,6 +98,20 @@ class Cluster:
         wait_until(lambda: listens(port), process, self.logs / f"{name}.log", f"{name} listens")
         return f"sc://127.0.0.1:{port}"
 
+    def forget_tables(self) -> None:
+        """Empty the Connect server's catalog of the tables and views an earlier test attached
+        (their data stays): the tests' warehouses share lakemirror's schema names, and the
+        server's catalog is shared by all its sessions."""
+        from pyspark.sql import SparkSession
+
+        from lakemirror.engine.spark import forget_tables
+
+        session = SparkSession.builder.remote(self.connect_url).create()
+        try:
+            forget_tables(session)
+        finally:
+            session.stop()
+
     def stop(self) -> None:
         """Stop every process of the cluster by its id (each leads its own process group, so
         the JVM a launcher script started goes with it)."""
@@ -105,6 +124,13 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def listens(port: int) -> bool:
@@ -133,8 +159,23 @@ def wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], log:
         time.sleep(0.5)
 
 
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One standalone Spark cluster behind a Spark Connect server with Delta, for the session;
+    skipped, with the reason, without Java or Delta's jars. This process's Connect sessions end
+    before the cluster stops."""
+    reason = cluster_unavailable()
+    if reason is not None:
+        pytest.skip(f"Spark cluster skipped: {reason}")
+    with running_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        try:
+            yield cluster
+        finally:
+            close_connect_sessions()  # none outlives the servers it talks to
+
+
 @contextmanager
-def spark_cluster(logs: Path) -> Iterator[Cluster]:
+def running_cluster(logs: Path) -> Iterator[Cluster]:
     """A master, one worker and a Connect server with Delta, on free loopback ports."""
     logs.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(logs)
