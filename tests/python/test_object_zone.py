@@ -104,6 +104,39 @@ def test_moves_all_but_the_newest_and_an_idle_run_lists_no_history(
     assert staged_ids(tmp_path) == [1, 2, 3]
 
 
+def counted_requests(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count each obstore call the zone's door makes from now on, by name."""
+    counts: dict[str, int] = {}
+    for name in ("list_with_delimiter", "list", "get", "head", "put", "copy", "delete",
+                 "open_reader"):
+        def counting(*args: Any, _real: Any = getattr(obstore, name), _name: str = name,
+                     **kwargs: Any) -> Any:
+            counts[_name] = counts.get(_name, 0) + 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(obstore, name, counting)
+    return counts
+
+
+def test_an_idle_run_lists_each_table_once_and_reads_changed_control_files(
+        on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for table in ("T", "U"):
+        on_server.zone.table(table, ["id"])
+        write_files(on_server, range(1, 3), table)
+    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
+        "replicating"}
+    counts = counted_requests(monkeypatch)
+    idle = ingest_all(on_server, tmp_path)
+    assert counts == {"list_with_delimiter": 3}  # the zone's top level, then each table once
+    assert [idle[name].staged_rows for name in ("dbo.t", "dbo.u")] == [0, 0]
+    on_server.put("T/_metadata.json", b'{"keyColumns": ["v"]}')
+    on_server.put(f"U/{MARKER}", b'{"incarnation": "another folder"}')
+    counts.clear()
+    changed = ingest_all(on_server, tmp_path)
+    assert counts == {"list_with_delimiter": 3, "get": 2}
+    assert "keyColumns changed" in (changed["dbo.t"].error or "")
+    assert "deleted and created again" in (changed["dbo.u"].error or "")
+
+
 def test_files_in_flight_wait_and_upload_names_are_ignored(
         published: Published, tmp_path: Path) -> None:
     published.zone.table("T", ["id"])
@@ -195,7 +228,7 @@ def test_the_mark_is_created_once_by_two_runners(published: Published) -> None:
     assert mark_incarnation(table, "first") == "first"
     assert mark_incarnation(table, "second") == "first"
     door = published.door
-    assert door.create_control(door.root / "T" / MARKER, b"{}") is False
+    assert door.create_control(door.root / "T" / MARKER, b"{}") is None
     assert b'"first"' in (door.read_control(door.root / "T" / MARKER) or b"")
 
 

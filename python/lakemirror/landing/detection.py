@@ -12,6 +12,7 @@ warning; partition folders (`Year=2024/`) fail the table, as the contract has no
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
@@ -70,8 +71,10 @@ class Detection:
     staged_listed: tuple[Entry, ...] = ()
 
 
-def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
-    listing = table.door.entries(table.folder)
+def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
+                 listing: Sequence[Entry] | None = None) -> Detection:
+    """What the table folder (`listing`: as listed) holds to stage, move and wait for."""
+    listing = table.door.entries(table.folder) if listing is None else list(listing)
     entries = _entries(table, listing)
     if metadata.file_detection == "LastUpdateTimeFileDetection":
         detection = _by_update_time(table, metadata, staged, entries)
