@@ -22,6 +22,7 @@ class Figures:
     storage_files: int = 100  # change files, one run each, then `maintain`
     storage_rows: int = 100_000
     storage_changes: int = 1_000
+    landing_zone: str | None = None  # an object-store URL to publish the zone under
 
     @classmethod
     def smoke(cls) -> Figures:
