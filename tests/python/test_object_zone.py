@@ -264,6 +264,10 @@ HOSTILE: dict[str, Callable[[Published], None]] = {
     "percent-encoded slash": lambda p: p.put("Bad/00000000000000000001%2F.parquet", b"x"),
     "backslash": lambda p: p.put("Bad/..\\00000000000000000001.parquet", b"x"),
     "name over 1024 bytes": lambda p: p.put("Bad/" + "a" * 1100, b"x"),
+    # S3 keys are UTF-8: moto stores undecodable bytes as U+FFFD, a name like any other
+    "bytes that are not UTF-8": lambda p: raw_put(p.server, f"{p.prefix}/Bad/%FF%FE.parquet",
+                                                   b"x"),
+    "fullwidth digits": lambda p: p.put("Bad/" + "\uff10" * 19 + "\uff12.parquet", b"x"),
 }
 
 
@@ -275,6 +279,8 @@ EXPECTED = {  # status, and what its error says (names that are no change file's
     "percent-encoded slash": ("replicating", ""),
     "backslash": ("replicating", ""),
     "name over 1024 bytes": ("replicating", ""),
+    "bytes that are not UTF-8": ("replicating", ""),
+    "fullwidth digits": ("failed", "has digits other than 0-9"),
 }
 
 
@@ -316,3 +322,23 @@ def test_retention_purges_processed_files_under_the_prefix_only(
     if published.server is not None:
         assert [meta["path"] for batch in obstore.list(neighbour) for meta in batch] == [
             "T/_ProcessedFiles/00000000000000000001.parquet"]
+
+
+def test_look_alike_undecodable_and_overlong_table_names_fail_their_table_only(
+        s3_server: Any, zone: Zone, tmp_path: Path) -> None:
+    published = Published(zone, s3_server)
+    for folder in ("Customers", "\u0421ustomers"):  # the second begins with a Cyrillic С
+        published.zone.table(folder, ["id"])
+        write_files(published, range(1, 2), folder=folder)
+    raw_put(s3_server, f"{published.prefix}/Bytes%FF/00000000000000000001.parquet", b"x")
+    published.put("L" * 1100 + "/00000000000000000001.parquet", b"x")
+    results = ingest_all(published, tmp_path)
+    assert {name: (result.status, result.error_type) for name, result in results.items()} == {
+        "dbo.customers": ("replicating", None),
+        "dbo.\u0441ustomers": ("failed", "FileNameError"),
+        "dbo.bytes\ufffd": ("failed", "FileNameError"),
+        "dbo." + "l" * 1100: ("failed", "FileNameError")}
+    assert "characters other than letters" in (results["dbo.\u0441ustomers"].error or "")
+    assert "1100 characters long" in (results["dbo." + "l" * 1100].error or "")
+    staged = tmp_path / "warehouse/_lakemirror/staging/dbo"
+    assert sorted(path.name for path in staged.iterdir()) == ["customers"]
