@@ -85,10 +85,10 @@ def measure_zone(url: str, zone: Path, workdir: Path, expected: Mapping[str, tup
                           hint="pass an az://, abfss://, https://, s3:// or gs:// URL")
     store = open_store(location)
     progress(f"landing zone: publish {zone} to {location.url}")
-    for path in sorted(zone.rglob("*")):
-        if path.is_file():
-            obstore.put(store, path.relative_to(zone).as_posix(), path.read_bytes())
     try:
+        for path in sorted(zone.rglob("*")):
+            if path.is_file():
+                obstore.put(store, path.relative_to(zone).as_posix(), path.read_bytes())
         door = open_zone(location)
         started = time.perf_counter()
         tables = discover_tables(door)
