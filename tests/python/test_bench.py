@@ -218,3 +218,30 @@ def test_bad_options_are_usage_errors(tmp_path, command):
         assert message in result.output, (args, result.output)
     result = CliRunner().invoke(bench_command, ["--wide-columns", "300,5"])
     assert result.exit_code == 2 and "at least 11" in result.output, result.output
+
+
+def test_a_landing_zone_url_is_listed_read_and_run_idle(tmp_path, monkeypatch, s3_server):
+    import obstore
+
+    from lakemirror.storage.options import OPTIONS_VARIABLE
+
+    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(dict(s3_server.options)))
+    prefix = s3_server.fresh_prefix("bench")
+    result = bench("--contenders", "floor", "--no-freshness", "--no-memory", "--no-wide",
+                   "--no-storage", "--idle-runs", "1", "--landing-zone", s3_server.url(prefix),
+                   "--json", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    zone = figure(json.loads(result.output), "landing_zone")
+    published = [path for path in (tmp_path / "contenders/zone/LandingZone").rglob("*")
+                 if path.is_file()]
+    changes = [path for path in published if not path.name.startswith("_")]
+    assert zone["url"].startswith(s3_server.url(prefix) + "/bench-")
+    assert (zone["tables"], zone["objects"], zone["files_read"]) == (1, len(published),
+                                                                     len(changes))
+    assert zone["read_mb"] == pytest.approx(sum(path.stat().st_size for path in changes) / 1e6)
+    assert zone["complete"], zone["message"]
+    assert all(positive(zone[name]) for name in (
+        "listing_seconds", "listing_objects_per_second", "read_mb_per_second", "mirror_seconds"))
+    assert len(zone["idle_seconds"]) == 1 and positive(zone["idle_seconds"][0])
+    assert len(zone["idle_requests"]) == 1 and positive(zone["idle_requests"][0])
+    assert list(obstore.list(s3_server.store(prefix))) in ([], [[]])  # the prefix is deleted

@@ -1,6 +1,10 @@
 """Landing zone → staging → dbt `mirror` strategy → mirrored Delta table, on the embedded engine,
 compared row for row with the reference model."""
 
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,7 +19,7 @@ import lakemirror.staging.ingest as ingest_module
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import Zone, as_multiset, mirrored_rows
+from conftest import Zone, as_multiset, copy_project, mirrored_rows
 from zone_kinds import (  # noqa: F401 (published_zone is a fixture)
     WITH_AZURITE,
     WITH_S3,
@@ -165,6 +169,67 @@ def test_a_crash_during_a_move_applies_each_file_once(published_zone, crash_poin
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         data_rows(expected))
     assert "00000000000000000001.parquet" not in published_zone.names("T")
+
+
+# `lakemirror ...` that SIGKILLs itself at the step of a move named by KILL_AT, on an object
+# store: before the copy (the file is staged), between the copy and the delete, after the delete.
+KILL_AT = """
+import os, signal
+import obstore
+from lakemirror.cli.main import cli
+from lakemirror.landing.object_zone import ObjectZone
+
+step, move, delete = os.environ["KILL_AT"], ObjectZone.move, obstore.delete
+
+def die(now):
+    if now:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def killing_move(door, path, folder):
+    die(step == "before the copy")
+    moved = move(door, path, folder)
+    die(step == "after the delete")
+    return moved
+
+def killing_delete(*args, **kwargs):
+    die(step == "before the delete")
+    return delete(*args, **kwargs)
+
+ObjectZone.move, obstore.delete = killing_move, killing_delete
+cli(prog_name="lakemirror")
+"""
+KILLS = {  # step: where file 1 is once the run is killed there ("T" and/or "_ProcessedFiles")
+    "before the copy": (True, False), "before the delete": (True, True),
+    "after the delete": (False, True)}
+
+
+def test_a_run_killed_at_each_step_of_a_move_applies_each_file_once(s3_server, zone, tmp_path):
+    """Real kills (SIGKILL, in the middle of the move of file 1 once file 2 is staged), one
+    run each, then a run to the end: no file applied twice (each is an insert of one key) and
+    none lost."""
+    published = Published(zone, s3_server)
+    zone.table("T", ["a", "b"])
+    files = [[{"a": 1, "b": "x", "v": sequence, M: 0}] for sequence in range(1, 4)]
+    for sequence, rows in enumerate(files, 1):
+        zone.write("T", sequence, rows, PAIR)
+    published.publish()
+    env = {**os.environ, **published.environment, "LAKEMIRROR_HOME": str(tmp_path / "home")}
+    args = ["run", "--landing-zone", s3_server.url(published.prefix), "--warehouse",
+            str(tmp_path / "wh"), "--project-dir", str(copy_project(tmp_path / "project"))]
+    for step, (in_table, processed) in KILLS.items():
+        killed = subprocess.run([sys.executable, "-c", KILL_AT, *args], env={
+            **env, "KILL_AT": step}, capture_output=True, text=True, timeout=120)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert ("00000000000000000001.parquet" in published.names("T"),
+                "00000000000000000001.parquet" in published.names("T/_ProcessedFiles")) == (
+            in_table, processed), step
+    done = subprocess.run([sys.executable, "-c", KILL_AT, *args], env={**env, "KILL_AT": ""},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(
+        data_rows(apply_changes(files, ["a", "b"])))
+    assert published.names("T/_ProcessedFiles") == ["00000000000000000001.parquet"]
+    assert "00000000000000000001.parquet" not in published.names("T")
 
 
 def test_failed_table_does_not_stop_others(zone, service):

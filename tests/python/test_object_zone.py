@@ -104,6 +104,39 @@ def test_moves_all_but_the_newest_and_an_idle_run_lists_no_history(
     assert staged_ids(tmp_path) == [1, 2, 3]
 
 
+def counted_requests(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count each obstore call the zone's door makes from now on, by name."""
+    counts: dict[str, int] = {}
+    for name in ("list_with_delimiter", "list", "get", "head", "put", "copy", "delete",
+                 "open_reader"):
+        def counting(*args: Any, _real: Any = getattr(obstore, name), _name: str = name,
+                     **kwargs: Any) -> Any:
+            counts[_name] = counts.get(_name, 0) + 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(obstore, name, counting)
+    return counts
+
+
+def test_an_idle_run_lists_each_table_once_and_reads_changed_control_files(
+        on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for table in ("T", "U"):
+        on_server.zone.table(table, ["id"])
+        write_files(on_server, range(1, 3), table)
+    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
+        "replicating"}
+    counts = counted_requests(monkeypatch)
+    idle = ingest_all(on_server, tmp_path)
+    assert counts == {"list_with_delimiter": 3}  # the zone's top level, then each table once
+    assert [idle[name].staged_rows for name in ("dbo.t", "dbo.u")] == [0, 0]
+    on_server.put("T/_metadata.json", b'{"keyColumns": ["v"]}')
+    on_server.put(f"U/{MARKER}", b'{"incarnation": "another folder"}')
+    counts.clear()
+    changed = ingest_all(on_server, tmp_path)
+    assert counts == {"list_with_delimiter": 3, "get": 2}
+    assert "keyColumns changed" in (changed["dbo.t"].error or "")
+    assert "deleted and created again" in (changed["dbo.u"].error or "")
+
+
 def test_files_in_flight_wait_and_upload_names_are_ignored(
         published: Published, tmp_path: Path) -> None:
     published.zone.table("T", ["id"])
@@ -195,7 +228,7 @@ def test_the_mark_is_created_once_by_two_runners(published: Published) -> None:
     assert mark_incarnation(table, "first") == "first"
     assert mark_incarnation(table, "second") == "first"
     door = published.door
-    assert door.create_control(door.root / "T" / MARKER, b"{}") is False
+    assert door.create_control(door.root / "T" / MARKER, b"{}") is None
     assert b'"first"' in (door.read_control(door.root / "T" / MARKER) or b"")
 
 
@@ -231,6 +264,10 @@ HOSTILE: dict[str, Callable[[Published], None]] = {
     "percent-encoded slash": lambda p: p.put("Bad/00000000000000000001%2F.parquet", b"x"),
     "backslash": lambda p: p.put("Bad/..\\00000000000000000001.parquet", b"x"),
     "name over 1024 bytes": lambda p: p.put("Bad/" + "a" * 1100, b"x"),
+    # S3 keys are UTF-8: moto stores undecodable bytes as U+FFFD, a name like any other
+    "bytes that are not UTF-8": lambda p: raw_put(p.server, f"{p.prefix}/Bad/%FF%FE.parquet",
+                                                   b"x"),
+    "fullwidth digits": lambda p: p.put("Bad/" + "\uff10" * 19 + "\uff12.parquet", b"x"),
 }
 
 
@@ -242,6 +279,8 @@ EXPECTED = {  # status, and what its error says (names that are no change file's
     "percent-encoded slash": ("replicating", ""),
     "backslash": ("replicating", ""),
     "name over 1024 bytes": ("replicating", ""),
+    "bytes that are not UTF-8": ("replicating", ""),
+    "fullwidth digits": ("failed", "has digits other than 0-9"),
 }
 
 
@@ -283,3 +322,23 @@ def test_retention_purges_processed_files_under_the_prefix_only(
     if published.server is not None:
         assert [meta["path"] for batch in obstore.list(neighbour) for meta in batch] == [
             "T/_ProcessedFiles/00000000000000000001.parquet"]
+
+
+def test_look_alike_undecodable_and_overlong_table_names_fail_their_table_only(
+        s3_server: Any, zone: Zone, tmp_path: Path) -> None:
+    published = Published(zone, s3_server)
+    for folder in ("Customers", "\u0421ustomers"):  # the second begins with a Cyrillic С
+        published.zone.table(folder, ["id"])
+        write_files(published, range(1, 2), folder=folder)
+    raw_put(s3_server, f"{published.prefix}/Bytes%FF/00000000000000000001.parquet", b"x")
+    published.put("L" * 1100 + "/00000000000000000001.parquet", b"x")
+    results = ingest_all(published, tmp_path)
+    assert {name: (result.status, result.error_type) for name, result in results.items()} == {
+        "dbo.customers": ("replicating", None),
+        "dbo.\u0441ustomers": ("failed", "FileNameError"),
+        "dbo.bytes\ufffd": ("failed", "FileNameError"),
+        "dbo." + "l" * 1100: ("failed", "FileNameError")}
+    assert "characters other than letters" in (results["dbo.\u0441ustomers"].error or "")
+    assert "1100 characters long" in (results["dbo." + "l" * 1100].error or "")
+    staged = tmp_path / "warehouse/_lakemirror/staging/dbo"
+    assert sorted(path.name for path in staged.iterdir()) == ["customers"]

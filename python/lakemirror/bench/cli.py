@@ -55,6 +55,11 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Time `lakemirror run --json` in a cold process with nothing new.")
 @click.option("--idle-runs", type=click.IntRange(min=1), default=None,
               help="Idle runs timed [3; smoke 1].")
+@click.option("--landing-zone", default=None, metavar="URL",
+              help="Also publish the zone under a new prefix of this object-store URL "
+                   "(credentials as for `lakemirror run`): listing objects/s, read MB/s, "
+                   "first and idle `lakemirror run` seconds and requests; the prefix is "
+                   "deleted afterwards.")
 @click.option("--memory/--no-memory", default=True, show_default=True,
               help="Peak RSS above idle staging one large Parquet and one large CSV file.")
 @click.option("--memory-gb", type=click.FloatRange(min=0), default=None,
@@ -90,7 +95,8 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
           scale: int, op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
-          contenders: str, freshness: bool, idle: bool, idle_runs: int | None, memory: bool,
+          contenders: str, freshness: bool, idle: bool, idle_runs: int | None,
+          landing_zone: str | None, memory: bool,
           memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
           wide_changes: int | None, storage: bool, storage_files: int | None,
@@ -121,8 +127,9 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
             csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,
             directory=directory, as_json=as_json, progress=progress,
-            idle_runs=idle_runs if idle else 0, wide_columns=wide_columns if wide else (),
-            wide_rows=wide_rows, wide_changes=wide_changes,
+            idle_runs=idle_runs if idle else 0, landing_zone=landing_zone,
+            wide_columns=wide_columns if wide else (), wide_rows=wide_rows,
+            wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,
             storage_changes=storage_changes, object_warehouse=object_warehouse)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)

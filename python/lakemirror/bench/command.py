@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -70,6 +71,21 @@ def _idle(result: BenchResult, figures: Figures, directory: Path, progress: Prog
     idle = measure_idle_run(name, workdir(directory / "contenders", name), expected,
                             figures.idle_runs, progress)
     return {**dataclasses.asdict(idle), "median": idle.median}, idle.text()
+
+
+def _landing_zone(result: BenchResult, figures: Figures, directory: Path,
+                  progress: Progress) -> Figure:
+    """The generated zone published in object storage, listed, read, mirrored and run idle."""
+    from lakemirror.bench.zone_figure import measure_zone
+
+    if figures.landing_zone is None:
+        return None
+    workdir = directory / "landing_zone"
+    shutil.rmtree(workdir, ignore_errors=True)
+    expected = {table: (result.spec.files + 1, rows) for table, rows in result.final_rows.items()}
+    figure = measure_zone(figures.landing_zone, directory / "contenders" / "zone" / "LandingZone",
+                          workdir, expected, max(figures.idle_runs, 1), progress)
+    return dataclasses.asdict(figure), figure.text()
 
 
 def _freshness(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
@@ -152,7 +168,7 @@ def _object_warehouse(result: BenchResult, figures: Figures, directory: Path,
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
-    ("idle_run", _idle), ("freshness", _freshness),
+    ("idle_run", _idle), ("landing_zone", _landing_zone), ("freshness", _freshness),
     ("freshness_copy_on_write", partial(_freshness, readers=COPY_ON_WRITE)),
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),

@@ -23,6 +23,7 @@ class Figures:
     storage_rows: int = 100_000
     storage_changes: int = 1_000
     object_warehouse: bool = True  # the zone into a warehouse on moto's S3 and on disk
+    landing_zone: str | None = None  # an object-store URL to publish the zone under
 
     @classmethod
     def smoke(cls) -> Figures:

@@ -12,6 +12,7 @@ warning; partition folders (`Year=2024/`) fail the table, as the contract has no
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
@@ -70,8 +71,10 @@ class Detection:
     staged_listed: tuple[Entry, ...] = ()
 
 
-def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles) -> Detection:
-    listing = table.door.entries(table.folder)
+def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
+                 listing: Sequence[Entry] | None = None) -> Detection:
+    """What the table folder (`listing`: as listed) holds to stage, move and wait for."""
+    listing = table.door.entries(table.folder) if listing is None else list(listing)
     entries = _entries(table, listing)
     if metadata.file_detection == "LastUpdateTimeFileDetection":
         detection = _by_update_time(table, metadata, staged, entries)
@@ -115,7 +118,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
     for entry in entries:
         path = entry.path
         digits, suffix = _split_number(path.name)
-        if len(digits) == 20 and suffix.lower() in suffixes:
+        if len(digits) == 20 and digits.isascii() and suffix.lower() in suffixes:
             _require_file(table, entry)
             if int(digits) in numbered:
                 raise FileNameError(
@@ -190,15 +193,19 @@ def _require_file(table: LandingTable, entry: Entry) -> None:
 
 
 def _split_number(name: str) -> tuple[str, str]:
-    match = re.fullmatch(r"([0-9]+)(\..*)?", name, re.S)
+    """The name's leading digits (any script's: look-alikes of 0-9 are misnamed, never
+    skipped) and the rest."""
+    match = re.fullmatch(r"(\d+)(\..*)?", name, re.S)
     return (match.group(1), match.group(2) or "") if match else ("", name)
 
 
 def _misnamed(table: LandingTable, path: PurePath, number: str, suffix: str,
               suffixes: tuple[str, ...]) -> FileNameError:
     expected = f"20 digits + {' or '.join(suffixes)}"
-    problem = (f"has {len(number)} digits instead of 20" if len(number) != 20
-               else f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
+    problem = ("has digits other than 0-9 (look-alikes such as fullwidth digits)"
+               if not number.isascii() else f"has {len(number)} digits instead of 20"
+               if len(number) != 20 else
+               f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
     return FileNameError(
         f"file name {path.name!r} {problem}", table=table.qualified_name, file=str(path),
         hint=f"name change files {expected}, e.g. {sequence_file_name(1, suffixes[0])}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from lakemirror.errors import MetadataError, ZoneAccessError
+from lakemirror.landing.control_copy import ControlCopy
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.zone import LandingZone, ZoneDoor, parse_json
 
@@ -37,9 +38,12 @@ class FolderMark:
         return recorded is not None and not self.lost and self.incarnation != recorded
 
 
-def read_mark(table: LandingTable) -> FolderMark:
-    """The table folder's mark; raises a LandingZoneError when it cannot be read."""
-    incarnation = read_incarnation(table.folder, table.door)
+def read_mark(table: LandingTable, mark: ControlCopy | None = None) -> FolderMark:
+    """The table folder's mark (`mark`: as already read); raises a LandingZoneError when it
+    cannot be read."""
+    path = table.folder / MARKER
+    incarnation = (read_incarnation(table.folder, table.door) if mark is None
+                   else incarnation_in(path, mark.data))
     if incarnation is not None:
         return FolderMark(incarnation)
     return FolderMark(None, lost=table.door.entry(table.processed_folder) is not None)
@@ -50,7 +54,11 @@ def read_incarnation(folder: PurePath, zone: ZoneDoor | None = None) -> str | No
     None when the folder holds no mark. Raises a LandingZoneError when the mark cannot be
     read or is not lakemirror's."""
     path = folder / MARKER
-    data = (zone or LandingZone(Path(folder.parent))).read_control(path)
+    return incarnation_in(path, (zone or LandingZone(Path(folder.parent))).read_control(path))
+
+
+def incarnation_in(path: PurePath, data: bytes | None) -> str | None:
+    """The id in the mark at `path` holding `data` (None: there is none)."""
     if data is None:
         return None
     try:
@@ -68,20 +76,29 @@ def mark_incarnation(table: LandingTable, incarnation: str | None = None) -> str
     created atomically and only if absent (a conditional put on an object store), so two
     runners cannot both mark it; returns the id the folder carries then (the other runner's,
     when it was first)."""
+    return create_mark(table, incarnation)[0]
+
+
+def create_mark(table: LandingTable, incarnation: str | None = None
+                ) -> tuple[str, ControlCopy | None]:
+    """`mark_incarnation`'s id, and the mark as written when this runner wrote it."""
     incarnation = incarnation or uuid.uuid4().hex
     path = table.folder / MARKER
-    created = table.door.create_control(path, json.dumps({
+    data = json.dumps({
         "incarnation": incarnation,
         "note": "written by lakemirror: the id of this table folder's incarnation. A new "
                 "folder (without this file and without _ProcessedFiles/) is mirrored from "
                 "scratch"},
-        indent=2).encode("utf-8"))
-    found = incarnation if created else read_incarnation(table.folder, table.door)
+        indent=2).encode("utf-8")
+    etag = table.door.create_control(path, data)
+    if etag is not None:
+        return incarnation, ControlCopy(data, etag or None)
+    found = read_incarnation(table.folder, table.door)
     if found is None:
         raise ZoneAccessError(f"{MARKER} appeared and vanished while lakemirror marked the "
                               "folder", table=table.qualified_name, file=str(path),
                               hint="another process deletes it: stop it, then run again")
-    return found
+    return found, None
 
 
 def _garbled(path: PurePath, detail: str) -> MetadataError:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from lakemirror.errors import MetadataError
+from lakemirror.landing.control_copy import ControlCopy
 from lakemirror.landing.delimited import DATA_TYPES, ColumnDefinition, DelimitedFormat
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import parse_json
+from lakemirror.landing.zone import Entry, parse_json
 from lakemirror.reference import INSERT, UPSERT
 
 METADATA_FILE = "_metadata.json"
@@ -57,11 +58,13 @@ class TableMetadata:
         return UPSERT if self.upsert_by_default else INSERT
 
 
-def read_metadata(table: LandingTable) -> TableMetadata:
-    """Read the table's `_metadata.json`; a missing file means a keyless, insert-only table
-    whose format its files tell."""
+def read_metadata(table: LandingTable, copy: ControlCopy | None = None,
+                  listing: Sequence[Entry] | None = None) -> TableMetadata:
+    """Read the table's `_metadata.json` (`copy`: as already read); a missing file means a
+    keyless, insert-only table whose format its files tell (from `listing`, the table
+    folder's, when given)."""
     path = table.folder / METADATA_FILE
-    data = table.door.read_control(path)
+    data = table.door.read_control(path) if copy is None else copy.data
     try:
         document = {} if data is None else parse_json(data)
     except ValueError as error:
@@ -69,12 +72,13 @@ def read_metadata(table: LandingTable) -> TableMetadata:
             f"{METADATA_FILE} is {error}", table=table.qualified_name, file=str(path),
             hint='write valid UTF-8 JSON such as {"keyColumns": ["id"]}') from error
     return _MetadataParser(document, table.qualified_name, str(path),
-                           lambda: _formats_in(table)).parse()
+                           lambda: _formats_in(table, listing)).parse()
 
 
-def _formats_in(table: LandingTable) -> set[str]:
+def _formats_in(table: LandingTable, listing: Sequence[Entry] | None) -> set[str]:
     """The formats the table's change files are named for: 'parquet' and/or 'csv'."""
-    names = [entry.name.lower() for entry in table.door.entries(table.folder)
+    names = [entry.name.lower() for entry in (
+                 table.door.entries(table.folder) if listing is None else listing)
              if not entry.name.startswith(("_", "."))]
     csv = tuple(f".csv{suffix}" for suffix in ("", ".gz", ".zst", ".snappy"))
     return ({"parquet"} if any(name.endswith(".parquet") for name in names) else set()) | (

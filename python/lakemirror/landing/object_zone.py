@@ -35,7 +35,7 @@ from lakemirror.landing.zone import (
 )
 
 if TYPE_CHECKING:
-    from obstore import ObjectMeta, ReadableFile
+    from obstore import GetOptions, ObjectMeta, ReadableFile
     from obstore.store import ObjectStore
 
     from lakemirror.storage.location import ObjectLocation
@@ -167,15 +167,23 @@ class ObjectZone:
         refused."""
         return self._reader(self._object(path))
 
-    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
+    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
+                     etag: str | None = None) -> bytes | None:
         """A small control object's bytes (at most `limit`, streamed in chunks, one request);
-        None when there is no such object (a folder there is refused). An object that is also
-        a folder is refused by the listing of its table (`detection`), not here."""
+        None when there is no such object (a folder there is refused). With an `etag`, the
+        object must still have it (`If-Match`). An object that is also a folder is refused by
+        the listing of its table (`detection`), not here."""
         import obstore
+        from obstore.exceptions import PreconditionError
 
         key = self._key(path)
+        options: GetOptions = {"if_match": etag} if etag is not None else {}
         try:
-            result = _store_call(lambda: obstore.get(self.store, key), path, "read")
+            result = _store_call(lambda: obstore.get(self.store, key, options=options), path,
+                                 "read")
+        except PreconditionError:
+            raise ZoneAccessError(f"{path} changed while lakemirror read it", file=str(path),
+                                  hint="run again") from None
         except FileNotFoundError:
             if self._holds_objects(path):
                 raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
@@ -194,18 +202,19 @@ class ObjectZone:
         key = self._key(path)
         _store_call(lambda: obstore.put(self.store, key, data), path, "write")
 
-    def create_control(self, path: PurePath, data: bytes) -> bool:
+    def create_control(self, path: PurePath, data: bytes) -> str | None:
         """Put a control object whole unless one exists (a conditional put, If-None-Match);
-        False when one does."""
+        its ETag, or None when one exists."""
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
         key = self._key(path)
         try:
-            _store_call(lambda: obstore.put(self.store, key, data, mode="create"), path, "write")
+            put = _store_call(lambda: obstore.put(self.store, key, data, mode="create"), path,
+                              "write")
         except (AlreadyExistsError, PreconditionError):
-            return False
-        return True
+            return None
+        return put["e_tag"] or ""
 
     def make_folder(self, path: PurePath) -> None:
         """Nothing to create (a folder exists once an object lies under it), but no object

@@ -115,15 +115,17 @@ class ZoneDoor(Protocol):
     def open(self, path: PurePath) -> ZoneFile:
         """A regular file open for reading (binary, seekable)."""
 
-    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
-        """A small control file's bytes (at most `limit`); None when there is no such file."""
+    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
+                     etag: str | None = None) -> bytes | None:
+        """A small control file's bytes (at most `limit`); None when there is no such file.
+        With an `etag` (object stores), the read fails unless the object still has it."""
 
     def write_control(self, path: PurePath, data: bytes) -> None:
         """Write a control file whole (readers never see part of it)."""
 
-    def create_control(self, path: PurePath, data: bytes) -> bool:
-        """Write a control file whole unless one exists; False (nothing written) when one
-        does, so two runners cannot both create it."""
+    def create_control(self, path: PurePath, data: bytes) -> str | None:
+        """Write a control file whole unless one exists, so two runners cannot both create
+        it; its ETag ('' on disk) when it was written, None when one exists."""
 
     def make_folder(self, path: PurePath) -> None:
         """Make sure `path` can hold files: a folder, or nothing yet; never a file."""
@@ -187,8 +189,10 @@ class LandingZone:
             raise _gone(path)
         return opened
 
-    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT) -> bytes | None:
-        """A small control file's bytes (at most `limit`); None when there is no such file."""
+    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
+                     etag: str | None = None) -> bytes | None:
+        """A small control file's bytes (at most `limit`); None when there is no such file
+        (files on disk have no ETag: `etag` is never given here)."""
         folder, name = self._split(path)
         with self._folder(folder) as descriptor:
             opened = _open_regular(descriptor, name, path)
@@ -201,14 +205,14 @@ class LandingZone:
         never written through), then a rename in its folder."""
         self._publish(path, data, os.replace)
 
-    def create_control(self, path: PurePath, data: bytes) -> bool:
+    def create_control(self, path: PurePath, data: bytes) -> str | None:
         """Write a control file atomically unless one exists: a new `<name>.partial`, then a
         hard link to its name, which fails when the name is taken."""
         try:
             self._publish(path, data, _link)
         except FileExistsError:
-            return False
-        return True
+            return None
+        return ""
 
     def _publish(self, path: PurePath, data: bytes,
                  place: Callable[..., None]) -> None:

@@ -15,7 +15,7 @@ fails with a typed error, never a traceback.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Literal
@@ -45,7 +45,9 @@ from lakemirror.landing import (
 )
 from lakemirror.landing.detection import Settling
 from lakemirror.landing.zone import Entry
-from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_mark
+from lakemirror.landing.control_copy import ControlCopy, kept_copies, read_listed
+from lakemirror.landing.incarnation import MARKER, create_mark, read_mark
+from lakemirror.landing.metadata import METADATA_FILE
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
@@ -60,6 +62,8 @@ CONDITIONAL_KEY = "lakemirror.conditionalUpdateColumn"  # "" when the table has 
 INCARNATION_KEY = "lakemirror.incarnation"
 SIZE_KEY = "lakemirror.fileSize"
 ETAG_KEY = "lakemirror.fileETag"  # object stores only
+METADATA_COPY_KEY = "lakemirror.metadataCopy"  # `_metadata.json` and its ETag (object stores)
+MARK_COPY_KEY = "lakemirror.markCopy"  # the incarnation mark and its ETag (object stores)
 Status = Literal["replicating", "waiting", "failed"]
 
 
@@ -109,13 +113,17 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     try:
         if table.problem is not None:
             raise table.problem
-        metadata = read_metadata(table)
+        listing = table.door.entries(table.folder)  # once: the control files' ETags are in it
+        copies = {METADATA_COPY_KEY: read_listed(table.door, table.folder / METADATA_FILE,
+                                                 listing, staging.kept(METADATA_COPY_KEY))}
+        metadata = read_metadata(table, copies[METADATA_COPY_KEY], listing)
         staged = staging.staged_files(
             with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
         staging.check_keys(table, metadata)
         staging.list_used_features()  # a table staged before lakemirror listed them
-        incarnation = staging.incarnation_of(table, warn=warnings.append)
-        detection = detect_files(table, metadata, staged)
+        incarnation, copies[MARK_COPY_KEY] = staging.incarnation_of(
+            table, listing, warn=warnings.append)
+        detection = detect_files(table, metadata, staged, listing)
         if detection.settling is not None and settle is not None:
             settle(detection.settling)
             detection = detect_files(table, metadata, staged)
@@ -126,7 +134,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             current = file.path
             on_file(file)
             with open_change_file(table, file, metadata) as change_file:
-                staged_rows += staging.append(change_file, incarnation)
+                staged_rows += staging.append(change_file, incarnation, kept_copies(copies))
             staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
             current = None
@@ -164,12 +172,14 @@ class StagingTable:
     def __init__(self, location: Location) -> None:
         self.location = location
         self.path = str(location)
+        self._last: dict[str, Any] | None = None  # read once between this object's commits
 
     def _last_commit(self) -> dict[str, Any]:
-        if not is_delta_table(self.location):
-            return {}
-        history = delta_table(self.location).history(limit=1)
-        return history[0] if history else {}
+        if self._last is None:
+            history = (delta_table(self.location).history(limit=1)
+                       if is_delta_table(self.location) else [])
+            self._last = history[0] if history else {}
+        return self._last
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:
         """The last staged sequence and file name; all staged names when `with_names`."""
@@ -234,13 +244,20 @@ class StagingTable:
         recorded = self._last_commit().get(INCARNATION_KEY)
         return None if recorded is None else str(recorded)
 
-    def incarnation_of(self, table: LandingTable, *,
-                       warn: Callable[[str], None] = lambda message: None) -> str:
-        """The folder's incarnation id, marking the folder when it has none yet (again, with a
-        warning, when its mark was deleted from the folder it was staged from); raises when the
-        folder is another incarnation than the staged files (it must be dropped first) or its
-        mark cannot be read."""
-        recorded, mark = self.incarnation(), read_mark(table)
+    def kept(self, key: str) -> ControlCopy | None:
+        """The control file copy the last commit kept under `key` (see `control_copy`)."""
+        return ControlCopy.from_kept(self._last_commit().get(key))
+
+    def incarnation_of(self, table: LandingTable, listing: Sequence[Entry], *,
+                       warn: Callable[[str], None] = lambda message: None
+                       ) -> tuple[str, ControlCopy]:
+        """The folder's incarnation id and its mark as read or written, marking the folder
+        when it has none yet (again, with a warning, when its mark was deleted from the folder
+        it was staged from); raises when the folder is another incarnation than the staged
+        files (it must be dropped first) or its mark cannot be read."""
+        recorded = self.incarnation()
+        copy = read_listed(table.door, table.folder / MARKER, listing, self.kept(MARK_COPY_KEY))
+        mark = read_mark(table, copy)
         if mark.recreated(recorded):
             raise MetadataError(
                 "the table folder was deleted and created again since its files were staged",
@@ -248,18 +265,20 @@ class StagingTable:
                 hint="run `lakemirror run` (or `lakemirror ingest`), which drops the old table "
                      "and rebuilds it from the new folder")
         if mark.incarnation is not None:
-            return mark.incarnation
+            return mark.incarnation, copy
         if mark.lost and recorded is not None:
             warn(f"{MARKER} was deleted from {table.folder}, which still has _ProcessedFiles/: "
                  "lakemirror wrote it again and goes on (to mirror the table from scratch, "
                  "delete and recreate the whole folder)")
-        return mark_incarnation(table, recorded)
+        incarnation, written = create_mark(table, recorded)
+        return incarnation, written or ControlCopy(None)
 
-    def append(self, change_file: ChangeFile, incarnation: str) -> int:
+    def append(self, change_file: ChangeFile, incarnation: str,
+               kept: Mapping[str, str] | None = None) -> int:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
         that widens a column rewrites the staged rows with the wider type in the same commit;
         one that adds columns adds them first, in a commit that records the same last staged
-        file as the one before it."""
+        file as the one before it. The commit keeps the control files' copies (`kept`)."""
         plan = self._plan(change_file)
         schema = plan.schema if plan.widened else plan.append_schema
         rows = 0
@@ -279,7 +298,7 @@ class StagingTable:
                     CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
                     INCARNATION_KEY: incarnation, SIZE_KEY: str(change_file.file.size),
                     **({} if change_file.file.etag is None
-                       else {ETAG_KEY: change_file.file.etag})}
+                       else {ETAG_KEY: change_file.file.etag}), **(kept or {})}
         try:
             self._commit(write_parts(self.location, schema, batches()), plan, metadata)
         except LakemirrorError:
@@ -299,6 +318,7 @@ class StagingTable:
     def _commit(self, parts: list[AddAction], plan: SchemaPlan,
                 metadata: dict[str, str]) -> None:
         """One commit adding `parts` (replacing every staged file when a column widened)."""
+        self._last = None
         properties = CommitProperties(custom_metadata=metadata)
         if not is_delta_table(self.location):
             create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
@@ -321,8 +341,8 @@ class StagingTable:
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
-        if is_delta_table(self.location):
-            list_used_features(delta_table(self.location))
+        if is_delta_table(self.location) and list_used_features(delta_table(self.location)):
+            self._last = None
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
