@@ -76,7 +76,8 @@ def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
                       env=env, dbt_vars=dbt_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
                       warm=settings.warm,
-                      run_env=states_env(remembered(settings.warehouse)))
+                      run_env=states_env(remembered(settings.warehouse)
+                                         if command == "build" else ()))
 
 
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
