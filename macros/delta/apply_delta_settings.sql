@@ -3,7 +3,9 @@
      that differ (each metadata commit conflicts with every concurrent writer). A table kept by
      this run is brought up to date before its data is written ('before', a pre-hook); a table
      this run creates or replaces gets its settings in the CREATE, and is checked after it
-     ('after', a post-hook). Settings are validated before any SQL of the model runs. --#}
+     ('after', a post-hook). Settings are validated before any SQL of the model runs. Before
+     its data, the table's state is the one lakemirror's run passed when it knows the table
+     has no commit since it read it (see _known_delta_state), else read. --#}
 {% macro apply_delta_settings(moment) %}
     {%- if not execute or config.get('file_format') != 'delta'
         or config.get('materialized') not in ['table', 'incremental'] -%}
@@ -15,7 +17,9 @@
     {%- if relation is none or (moment == 'before') == replaced -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set state = lakemirror.read_delta_state(lakemirror._table_location(this)) -%}
+    {%- set location = lakemirror._table_location(this) -%}
+    {%- set state = (lakemirror._known_delta_state(location) if moment == 'before' else none)
+        or lakemirror.read_delta_state(location) -%}
     {%- set changes = lakemirror._delta_setting_changes(settings, state) -%}
     {%- if changes.set -%}
         {%- set pairs = [] -%}

@@ -23,6 +23,21 @@
                'features': lakemirror._protocol_features(protocol)}) }}
 {% endmacro %}
 
+{#-- The state read_delta_state would return, as lakemirror's run passes it in
+     LAKEMIRROR_DELTA_STATES for tables it read after its last build and that have had no
+     commit since (python/lakemirror/delta/known_states.py); none for any other table, and
+     under plain dbt. Valid only before this invocation writes the table. --#}
+{% macro _known_delta_state(location) %}
+    {%- set known = fromjson(env_var('LAKEMIRROR_DELTA_STATES', '{}')).get(location) -%}
+    {%- if known is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set protocol = known.protocol -%}
+    {{ return({'configuration': known.configuration,
+               'reader': protocol.minReaderVersion, 'writer': protocol.minWriterVersion,
+               'features': lakemirror._protocol_features(protocol)}) }}
+{% endmacro %}
+
 {#-- The state read_delta_state returns, from the newest metaData and protocol actions of the
      commit files, else of the last checkpoint when older commits were cleaned up. --#}
 {% macro _read_delta_log_state(location) %}

@@ -2,12 +2,14 @@
      NULL) and widen the columns staging widened (tinyint→smallint→int→bigint, float→double,
      NULL type → any, decimal to more digits before or after the point). Staging already
      refused every other type change, so one here is a hard error. A metadata commit happens
-     only when something changes. --#}
-{% macro evolve_mirror_schema(target, changes) %}
-    {{ return(adapter.dispatch('evolve_mirror_schema', 'lakemirror')(target, changes)) }}
+     only when something changes. `change_columns`: the columns of `changes` when the caller
+     read them already. --#}
+{% macro evolve_mirror_schema(target, changes, change_columns=none) %}
+    {{ return(adapter.dispatch('evolve_mirror_schema', 'lakemirror')(
+        target, changes, change_columns)) }}
 {% endmacro %}
 
-{% macro default__evolve_mirror_schema(target, changes) %}
+{% macro default__evolve_mirror_schema(target, changes, change_columns=none) %}
     {%- set target_columns = adapter.get_columns_in_relation(target) -%}
     {%- set target_types = {} -%}
     {%- for column in target_columns -%}
@@ -15,7 +17,7 @@
     {%- endfor -%}
     {%- set added = [] -%}
     {%- set widened = {} -%}
-    {%- for column in adapter.get_columns_in_relation(changes) -%}
+    {%- for column in change_columns or adapter.get_columns_in_relation(changes) -%}
         {%- set old_type = target_types.get(column.name) -%}
         {%- if column.name == '__rowMarker__' or column.name.startswith('_lm_') -%}
         {%- elif old_type is none -%}

@@ -6,10 +6,12 @@
 
 {% macro default__get_incremental_mirror_sql(arg_dict) %}
     {%- set changes = arg_dict['temp_relation'] -%}
-    {%- do lakemirror.evolve_mirror_schema(arg_dict['target_relation'], changes) -%}
+    {%- set change_columns = adapter.get_columns_in_relation(changes) -%}
+    {%- do lakemirror.evolve_mirror_schema(arg_dict['target_relation'], changes,
+                                           change_columns) -%}
     {%- set merge_sql = lakemirror.mirror_history_merge_sql if config.get('mirror_history')
         else lakemirror.mirror_merge_sql -%}
     {{ return(merge_sql(
         arg_dict['target_relation'], changes, arg_dict['unique_key'] or [],
-        lakemirror._data_columns(changes))) }}
+        lakemirror._data_columns(changes, change_columns))) }}
 {% endmacro %}

@@ -25,18 +25,19 @@ WARM_ARGS = {True: ("--no-write-json",), False: ()}
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
                env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
-               extra_args: tuple[str, ...] = (), warm: bool = False
-               ) -> list[NodeResult]:
+               extra_args: tuple[str, ...] = (), warm: bool = False,
+               run_env: Mapping[str, str] | None = None) -> list[NodeResult]:
     """Run `dbt <command>` and return per-node results; raises only if dbt could not start.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
-    reused while no project file changes, and the engine session between invocations."""
+    reused while no project file changes, and the engine session between invocations.
+    `run_env` is environment only the nodes' execution reads, which no parse depends on."""
     from dbt.cli.main import dbtRunner
 
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
                "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
     operation_errors: list[str] = []
     _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment({**_plain_log_into_files(), **env}):
+    with _environment({**_plain_log_into_files(), **env, **(run_env or {})}):
         try:
             manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
                                         (*project, *sorted(f"{k}={v}" for k, v in env.items())))

@@ -130,6 +130,18 @@ def spark_session() -> Any:
         SESSION_MARK: "", "spark.ui.enabled": "false", "spark.log.level": "ERROR"}).getOrCreate()
 
 
+def on_dbt_events(monkeypatch: pytest.MonkeyPatch, callback: Any) -> None:
+    """Pass every event of the dbt invocations from now on to `callback` too."""
+    from dbt.cli import main as dbt_main
+
+    original = dbt_main.dbtRunner
+
+    def runner(*args: object, callbacks: list | None = None, **kwargs: object) -> object:
+        return original(*args, callbacks=[*(callbacks or []), callback], **kwargs)
+
+    monkeypatch.setattr(dbt_main, "dbtRunner", runner)
+
+
 def mirrored_rows(warehouse: Location, schema: str, table: str) -> Counter[tuple[Any, ...]]:
     """The mirrored table's data rows (without _lm_ columns) as a multiset of sorted items
     (read through delta-rs's SQL engine when the table has deletion vectors); the warehouse a

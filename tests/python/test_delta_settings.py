@@ -11,7 +11,7 @@ from deltalake import DeltaTable, TableFeatures, write_deltalake
 
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, deletion_vectors_added, mirror_setup
+from conftest import as_multiset, deletion_vectors_added, mirror_setup, on_dbt_events
 
 pytestmark = pytest.mark.slow
 
@@ -58,8 +58,24 @@ def publish(zone, table, sequence, ids, marker=0):
     zone.write(table, sequence, [{"id": i, "v": f"v{i}", M: marker} for i in ids], ROWS)
 
 
-def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
+def settings_statements(monkeypatch):
+    """A function returning the reads of Delta tables' state (their _delta_log) and the
+    ALTERs of their properties that dbt ran since it was last called."""
+    statements: list[str] = []
+    on_dbt_events(monkeypatch, lambda event: statements.append(str(event.data.sql).lower())
+                  if event.info.name == "SQLQuery" else None)
+
+    def since() -> tuple[list[str], list[str]]:
+        found = ([sql for sql in statements if "_delta_log" in sql],
+                 [sql for sql in statements if "tblproperties" in sql])
+        statements.clear()
+        return found
+    return since
+
+
+def test_settings_apply_at_create_then_only_when_they_change(tmp_path, monkeypatch):
     zone, service = mirror_setup(tmp_path)
+    statements = settings_statements(monkeypatch)
     configure(service, [
         "+isolation_level: Serializable",
         "+delta_features: [deletionVectors, timestampNtz]",
@@ -79,15 +95,19 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
     assert log["configuration"]["delta.logRetentionDuration"] == "interval 60 days"
     assert log["operations"] == ["CREATE TABLE"]
 
-    # Unchanged settings: the run commits its data and no metadata.
+    # Unchanged settings: the run commits its data and no metadata, and reads no state
+    # either: no commit came since the last run read the table.
+    statements()
     publish(zone, "T", 2, [2], marker=2)
     [status] = service.run()
     assert status.status == "replicating", status.error
+    assert statements() == ([], [])
     assert status.rows == 2  # counted from the log: delta-rs cannot read deletion vectors
     assert log_of(service, "t")["operations"] == ["CREATE TABLE", "MERGE"]
     assert engine_rows(service, "t") == as_multiset([{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}])
 
-    # A changed value is set, a removed key unset, both before the run's data.
+    # A changed value is set, a removed key unset, both before the run's data (from the
+    # state the last run saw: still no other commit).
     configure(service, [
         "+isolation_level: Serializable",
         "+delta_features: [deletionVectors, timestampNtz, checkConstraints]",
@@ -96,6 +116,8 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
     publish(zone, "T", 3, [4])
     [status] = service.run()
     assert status.status == "replicating", status.error
+    reads, alters = statements()
+    assert reads == [] and len(alters) == 2
     log = log_of(service, "t")
     assert log["operations"] == ["CREATE TABLE", "MERGE", "SET TBLPROPERTIES",
                                  "UNSET TBLPROPERTIES", "MERGE"]
@@ -104,6 +126,18 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path):
     assert "checkConstraints" in log["features"]
     assert engine_rows(service, "t") == as_multiset(
         [{"id": 1, "v": "v1"}, {"id": 3, "v": "v3"}, {"id": 4, "v": "v4"}])
+
+    # Another writer changes a property: the next run reads the table and sets it back.
+    DeltaTable(str(service.settings.warehouse / "dbo" / "t")).alter.set_table_properties(
+        {"delta.logRetentionDuration": "interval 7 days"})
+    publish(zone, "T", 4, [5])
+    [status] = service.run()
+    assert status.status == "replicating", status.error
+    reads, alters = statements()
+    assert len(reads) == 1 and len(alters) == 1
+    log = log_of(service, "t")
+    assert log["configuration"]["delta.logRetentionDuration"] == "interval 90 days"
+    assert log["operations"][-3:] == ["SET TBLPROPERTIES", "SET TBLPROPERTIES", "MERGE"]
 
     # Staging and control tables stay on the lowest protocol.
     lowest = [path.parent for path in

@@ -20,7 +20,7 @@ import pytest
 import lakemirror.run.dbt as dbt_phase
 import lakemirror.run.ingest as ingest_phase
 from lakemirror.reference import ROW_MARKER, apply_changes
-from conftest import as_multiset, fail_if_hung, mirror_setup, mirrored_rows
+from conftest import as_multiset, fail_if_hung, mirror_setup, mirrored_rows, on_dbt_events
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -41,21 +41,16 @@ def no_hang() -> Iterator[None]:
 
 def on_model_start(monkeypatch: pytest.MonkeyPatch, model: str, action: object) -> None:
     """Call `action()` once, when dbt starts executing `model` (a dbt event callback)."""
-    from dbt.cli import main as dbt_main
-
-    original = dbt_main.dbtRunner
     fired: list[bool] = []
 
-    def runner(*args: object, callbacks: list | None = None, **kwargs: object) -> object:
-        def callback(event: object) -> None:
-            info = event.info  # type: ignore[attr-defined]
-            if info.name == "NodeExecuting" and not fired and \
-                    event.data.node_info.unique_id.endswith(f".{model}"):  # type: ignore
-                fired.append(True)
-                action()  # type: ignore[operator]
-        return original(*args, callbacks=[*(callbacks or []), callback], **kwargs)
+    def callback(event: object) -> None:
+        info = event.info  # type: ignore[attr-defined]
+        if info.name == "NodeExecuting" and not fired and \
+                event.data.node_info.unique_id.endswith(f".{model}"):  # type: ignore
+            fired.append(True)
+            action()  # type: ignore[operator]
 
-    monkeypatch.setattr(dbt_main, "dbtRunner", runner)
+    on_dbt_events(monkeypatch, callback)
 
 
 def engine_pid() -> int:

@@ -17,7 +17,11 @@ def table_row_count(path: Location) -> int | None:
     """Row count of the Delta table at `path`, or None when it is not a Delta table."""
     if not is_delta_table(path):
         return None
-    table = delta_table(path)
+    return loaded_row_count(delta_table(path))
+
+
+def loaded_row_count(table: DeltaTable) -> int:
+    """Row count of a loaded Delta table."""
     counted = _count_in_log(table)
     if counted is not None:
         return counted

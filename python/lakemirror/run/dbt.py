@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from lakemirror.build import dbt_invoke
+from lakemirror.delta.known_states import remembered, states_env
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -80,7 +81,9 @@ def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
                       profiles_dir=profiles_dir(settings.project_dir), target=settings.target,
                       env=env, dbt_vars=dbt_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
-                      warm=settings.warm)
+                      warm=settings.warm,
+                      run_env=states_env(remembered(settings.warehouse)
+                                         if command == "build" else ()))
 
 
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from lakemirror.delta.rows import table_row_count
+from lakemirror.delta.access import delta_table, is_delta_table
+from lakemirror.delta.known_states import remember
+from lakemirror.delta.rows import loaded_row_count
 from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
 from lakemirror.node_result import NodeResult
 from lakemirror.run.log import RunLog
@@ -23,10 +25,14 @@ def statuses(settings: RunSettings, ingested: list[IngestResult],
 def _status(settings: RunSettings, result: IngestResult,
             nodes: list[NodeResult]) -> TableStatus:
     schema, name = result.table.schema, result.table.name
+    path = settings.layout.mirrored_path(schema, name)
     try:
-        rows = table_row_count(settings.layout.mirrored_path(schema, name))
+        table = delta_table(path) if is_delta_table(path) else None
+        rows = None if table is None else loaded_row_count(table)
     except Exception:  # a damaged table: its status already says why
-        rows = None
+        table, rows = None, None
+    if table is not None:
+        remember(path, table)
     return table_status(result, nodes, rows, attempts=settings.backoff.attempts)
 
 
