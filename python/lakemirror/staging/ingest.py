@@ -121,8 +121,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             with_names=metadata.file_detection == "LastUpdateTimeFileDetection")
         staging.check_keys(table, metadata)
         staging.list_used_features()  # a table staged before lakemirror listed them
-        incarnation, copies[MARK_COPY_KEY] = staging.incarnation_of(
-            table, listing, warn=warnings.append)
+        incarnation, copies[MARK_COPY_KEY] = folder_incarnation(
+            staging, table, listing, warn=warnings.append)
         detection = detect_files(table, metadata, staged, listing)
         if detection.settling is not None and settle is not None:
             settle(detection.settling)
@@ -248,31 +248,6 @@ class StagingTable:
         """The control file copy the last commit kept under `key` (see `control_copy`)."""
         return ControlCopy.from_kept(self._last_commit().get(key))
 
-    def incarnation_of(self, table: LandingTable, listing: Sequence[Entry], *,
-                       warn: Callable[[str], None] = lambda message: None
-                       ) -> tuple[str, ControlCopy]:
-        """The folder's incarnation id and its mark as read or written, marking the folder
-        when it has none yet (again, with a warning, when its mark was deleted from the folder
-        it was staged from); raises when the folder is another incarnation than the staged
-        files (it must be dropped first) or its mark cannot be read."""
-        recorded = self.incarnation()
-        copy = read_listed(table.door, table.folder / MARKER, listing, self.kept(MARK_COPY_KEY))
-        mark = read_mark(table, copy)
-        if mark.recreated(recorded):
-            raise MetadataError(
-                "the table folder was deleted and created again since its files were staged",
-                table=table.qualified_name, file=str(table.folder / MARKER),
-                hint="run `lakemirror run` (or `lakemirror ingest`), which drops the old table "
-                     "and rebuilds it from the new folder")
-        if mark.incarnation is not None:
-            return mark.incarnation, copy
-        if mark.lost and recorded is not None:
-            warn(f"{MARKER} was deleted from {table.folder}, which still has _ProcessedFiles/: "
-                 "lakemirror wrote it again and goes on (to mirror the table from scratch, "
-                 "delete and recreate the whole folder)")
-        incarnation, written = create_mark(table, recorded)
-        return incarnation, written or ControlCopy(None)
-
     def append(self, change_file: ChangeFile, incarnation: str,
                kept: Mapping[str, str] | None = None) -> int:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
@@ -368,3 +343,28 @@ class StagingTable:
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
                            file=str(change_file.file.path))
 
+
+def folder_incarnation(staging: StagingTable, table: LandingTable, listing: Sequence[Entry], *,
+                       warn: Callable[[str], None] = lambda message: None
+                       ) -> tuple[str, ControlCopy]:
+    """The folder's incarnation id and its mark as read or written, marking the folder
+    when it has none yet (again, with a warning, when its mark was deleted from the folder
+    it was staged from); raises when the folder is another incarnation than the staged
+    files (it must be dropped first) or its mark cannot be read."""
+    recorded = staging.incarnation()
+    copy = read_listed(table.door, table.folder / MARKER, listing, staging.kept(MARK_COPY_KEY))
+    mark = read_mark(table, copy)
+    if mark.recreated(recorded):
+        raise MetadataError(
+            "the table folder was deleted and created again since its files were staged",
+            table=table.qualified_name, file=str(table.folder / MARKER),
+            hint="run `lakemirror run` (or `lakemirror ingest`), which drops the old table "
+                 "and rebuilds it from the new folder")
+    if mark.incarnation is not None:
+        return mark.incarnation, copy
+    if mark.lost and recorded is not None:
+        warn(f"{MARKER} was deleted from {table.folder}, which still has _ProcessedFiles/: "
+             "lakemirror wrote it again and goes on (to mirror the table from scratch, "
+             "delete and recreate the whole folder)")
+    incarnation, written = create_mark(table, recorded)
+    return incarnation, written or ControlCopy(None)
