@@ -279,3 +279,17 @@ def test_swapped_urls_are_refused_and_nothing_is_written_into_either(tmp_path, m
     assert f"the warehouse {zone_url} looks like a landing zone" in swapped.output
     assert f"pass --landing-zone {zone_url} --warehouse {empty_url}" in swapped.output
     assert keys() == before
+
+
+def test_a_bad_schema_suffix_is_refused_before_anything_is_staged(tmp_path):
+    fresh = Mirror(Zone(tmp_path / "LandingZone"), tmp_path / "warehouse",
+                   copy_project(tmp_path / "project"))
+    fresh.zone.table("Customers", ["id"])
+    fresh.publish("Customers", 1)
+    before = checksums(fresh.zone.root)
+    refused = fresh.run(env={"LAKEMIRROR_SCHEMA_SUFFIX": "-Sales"})
+    assert refused.exit_code == 2, refused.output
+    assert "LAKEMIRROR_SCHEMA_SUFFIX is '-Sales', which cannot end a schema's name" in (
+        refused.output)
+    assert "_sales" in refused.output
+    assert checksums(fresh.zone.root) == before and not fresh.warehouse.exists()

@@ -44,6 +44,10 @@ class WarehouseName:
     legacy_paths: frozenset[str] = frozenset()
 
 
+SUFFIX_VARIABLE = "LAKEMIRROR_SCHEMA_SUFFIX"
+_SUFFIX = re.compile(r"_[a-z0-9_]+")
+
+
 def configured_name(environ: Mapping[str, str] = os.environ) -> str:
     """The logical name of the warehouse being mirrored: LAKEMIRROR_WAREHOUSE_NAME, as dbt
     reads it, else `default`."""
@@ -57,6 +61,17 @@ def checked_name(name: str) -> str:
                           hint="use up to 64 letters, digits, '_', '.' or '-' (not a path), "
                                "e.g. dev or prod; the same name for lakemirror and plain dbt")
     return name
+
+
+def check_schema_suffix(environ: Mapping[str, str] = os.environ) -> None:
+    """ConfigError, before any work, when LAKEMIRROR_SCHEMA_SUFFIX (dbt's macros append it to
+    every catalog schema: catalog_schema.sql) is neither empty nor `_` and lowercase letters,
+    digits or `_`; dbt would refuse it only after the run staged its files."""
+    suffix = environ.get(SUFFIX_VARIABLE, "").strip()
+    if suffix and not _SUFFIX.fullmatch(suffix):
+        raise ConfigError(f"{SUFFIX_VARIABLE} is {suffix!r}, which cannot end a schema's name",
+                          hint="use '_' followed by lowercase letters, digits or '_', e.g. "
+                               "_sales, or unset it")
 
 
 def warehouse_name(name: str, warehouse: Path | ObjectLocation) -> WarehouseName:

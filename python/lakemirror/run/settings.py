@@ -9,7 +9,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from lakemirror.codegen import WarehouseName, checked_name, configured_name, warehouse_name
+from lakemirror.codegen import (
+    WarehouseName,
+    check_schema_suffix,
+    checked_name,
+    configured_name,
+    warehouse_name,
+)
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.errors import ConfigError
@@ -50,6 +56,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         checked_name(self.warehouse_name)  # before any table
+        check_schema_suffix()
         if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
             refuse_unreachable_warehouse(self.warehouse, self.target)
         if not (self.project_dir / "dbt_project.yml").is_file():
