@@ -15,10 +15,11 @@ from pyspark.sql import SparkSession
 from lakemirror.run.dbt import embedded_engine
 from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
-from lakemirror.storage.options import OPTIONS_VARIABLE
+from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER
+from lakemirror.storage.options import OPTIONS_VARIABLE
 
-from conftest import Zone, as_multiset, copy_project, mirrored_rows
+from conftest import Zone, as_multiset, mirrored_rows
 from spark_cluster import free_port
 from test_cli import BIN
 
@@ -70,22 +71,25 @@ def test_the_settings_are_object_stores_variables(request, kind):
     assert "AWS_BUCKET" not in environment and "AZURE_CONTAINER_NAME" not in environment
 
 
-def test_plain_dbt_runs_on_a_background_engine_started_with_the_warehouse(tmp_path, s3_server):
-    """`lakemirror engine start` gives the engine the storage settings of LAKEMIRROR_WAREHOUSE
-    (Sail reads them nowhere else): plain `dbt run` then mirrors into the warehouse URL; an
-    engine started without them is refused by dbt's plugin, naming the fix, before any model
-    runs."""
+def test_plain_dbt_builds_an_init_project_on_an_engine_started_with_the_warehouse(
+        tmp_path, object_store_server):
+    """In a `lakemirror init` project, `lakemirror engine start` gives the engine the storage
+    settings of LAKEMIRROR_WAREHOUSE (Sail reads them nowhere else): plain `dbt build` then
+    mirrors into the warehouse URL and its tests pass; an engine started without them is
+    refused by dbt's plugin, naming the fix, before any model runs."""
+    server = object_store_server
     zone = Zone(tmp_path / "LandingZone")
     zone.table("T", ["id"])
     zone.write("T", 1, [{"id": 1, "v": "a", ROW_MARKER: 0}, {"id": 2, "v": "b", ROW_MARKER: 0}],
                pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())]))
-    project = copy_project(tmp_path / "project")
-    url = s3_server.url(s3_server.fresh_prefix("wh"))
+    project = tmp_path / "project"
+    init_project(project)
+    url = server.url(server.fresh_prefix("wh"))
     env = {**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"),
            "LAKEMIRROR_ENGINE_PORT": str(free_port()), "LAKEMIRROR_WAREHOUSE": url,
-           OPTIONS_VARIABLE: json.dumps(dict(s3_server.options)),
+           OPTIONS_VARIABLE: json.dumps(dict(server.options)),
            "LAKEMIRROR_LANDING_ZONE": str(zone.root), "LAKEMIRROR_PROJECT_DIR": str(project),
-           "DBT_PROFILES_DIR": str(project / "profiles")}
+           "DBT_PROFILES_DIR": str(project)}
 
     def sh(program, *args, **changes):
         return subprocess.run([str(BIN / program), *args], env={**env, **changes}, cwd=project,
@@ -102,11 +106,12 @@ def test_plain_dbt_runs_on_a_background_engine_started_with_the_warehouse(tmp_pa
         assert sh("lakemirror", "engine", "stop").returncode == 0
         started = sh("lakemirror", "engine", "start")
         assert started.returncode == 0, started.stderr
-        dbt_run = sh("dbt", "run")
-        assert dbt_run.returncode == 0, dbt_run.stdout
+        dbt_build = sh("dbt", "build")
+        assert dbt_build.returncode == 0, dbt_build.stdout
+        assert "PASS=" in dbt_build.stdout and "ERROR=0" in dbt_build.stdout
     finally:
         sh("lakemirror", "engine", "stop")
-    assert mirrored_rows(parse_location(url, s3_server.options), "dbo", "t") == as_multiset(
+    assert mirrored_rows(parse_location(url, server.options), "dbo", "t") == as_multiset(
         [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
 
 
