@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.delta.access import delta_table, is_delta_table
+from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.monitor import applied_positions
 from lakemirror.settings import env_number
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
@@ -111,8 +112,7 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
     folded = Compaction(0, 0)
-    last = delta_table(staging).history(limit=1)
-    recorded = last[0] if last else {}
+    recorded = bookkeeping_commit(delta_table(staging))
     if CONDITIONAL_KEY not in recorded:
         skipped.append("staging compaction: staged by an older lakemirror (the next staged "
                        "file records what it needs)")

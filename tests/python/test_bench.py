@@ -139,6 +139,8 @@ def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, n
     assert maintained["staged_rows_folded"] > maintained["snapshot_rows"] > 0
     assert maintained["skipped"] == []
     assert storage["staging"]["rows"] < storage["staging_before"]["rows"]
+    # vacuumed as once the retention window elapsed: staging keeps no file its version lacks
+    assert storage["staging"]["on_disk"] == storage["staging"]["current"]
     for table in ("staging", "mirrored"):
         assert storage[table]["on_disk"] >= storage[table]["current"] > 0
         assert storage[table]["rows"] >= storage["live_rows"]

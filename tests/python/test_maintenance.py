@@ -148,6 +148,10 @@ def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, mon
                for row in apply_changes(files, ["id"], conditional_column="c")]
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(current)  # compacted
     assert table_row_count(mirrored) == len(current)  # as status counts it
+    for table in (staging, mirrored):  # days on, vacuum removes the replaced files, committing
+        assert DeltaTable(str(table)).vacuum(retention_hours=0, enforce_retention_duration=False,
+                                             dry_run=False)
+    assert DeltaTable(str(staging)).history(limit=1)[0]["operation"] == "VACUUM END"
     later = [[{"id": 2, "c": 8, "v": "late and old", M: 4},  # below id 2's high-water 9: skipped
               {"id": 4, "c": 7, "v": "e", M: 1}]]
     zone.write("T", 4, later[0], SCHEMA)

@@ -13,6 +13,8 @@ from typing import Any
 
 from deltalake import CommitProperties, DeltaTable, TableFeatures
 
+from lakemirror.delta.bookkeeping import bookkeeping_keys
+
 # The features Delta Lake 4.0 derives from a table's metadata, as delta-rs can add them.
 _BY_PROPERTY = {
     "delta.appendOnly": ("appendOnly", TableFeatures.AppendOnly),
@@ -33,25 +35,18 @@ def listed_features(table: DeltaTable) -> tuple[str, ...]:
     return tuple(sorted({*(protocol.reader_features or ()), *(protocol.writer_features or ())}))
 
 
-def list_used_features(table: DeltaTable, *, keep_commit_keys: str = "lakemirror.") -> list[str]:
-    """Add the features the table uses but does not list, in one commit that carries the
-    previous commit's metadata keys starting with `keep_commit_keys` (lakemirror reads its
-    bookkeeping from the newest commit). Returns the features added; no commit when none."""
+def list_used_features(table: DeltaTable) -> list[str]:
+    """Add the features the table uses but does not list, in one commit that carries
+    lakemirror's bookkeeping on (see delta.bookkeeping). Returns the features added; no
+    commit when none."""
     missing = _unlisted(table)
     if not missing:
         return []
     table.alter.add_feature([feature for _, feature in missing],
                             allow_protocol_versions_increase=True,
                             commit_properties=CommitProperties(
-                                custom_metadata=last_commit_keys(table, keep_commit_keys)))
+                                custom_metadata=bookkeeping_keys(table)))
     return [name for name, _ in missing]
-
-
-def last_commit_keys(table: DeltaTable, prefix: str = "lakemirror.") -> dict[str, str]:
-    """The newest commit's metadata keys starting with `prefix`, for a commit that must carry
-    them on (lakemirror reads its bookkeeping from the newest commit)."""
-    [last] = table.history(limit=1) or [{}]
-    return {key: str(value) for key, value in last.items() if key.startswith(prefix)}
 
 
 def _unlisted(table: DeltaTable) -> list[tuple[str, TableFeatures]]:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties
 
 from lakemirror.delta.access import delta_table, is_delta_table, write_delta
-from lakemirror.delta.listed_features import last_commit_keys
+from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.rows import read_table
 from lakemirror.errors import StorageError
 from lakemirror.landing import POSITION
@@ -64,7 +64,7 @@ def compact_staging(staging: Location, mirrored: Location, watermark: int, *, ke
         snapshot = pa.concat_tables([snapshot, conform_table(holders, schema)])
     if snapshot.num_rows >= applied.num_rows:
         return Compaction(applied.num_rows, applied.num_rows)
-    kept = last_commit_keys(staged_table)
+    kept = bookkeeping_keys(staged_table)
     write_delta(staging, snapshot.sort_by(POSITION), mode="overwrite",
                     predicate=f"{POSITION} <= {int(watermark)}",
                     commit_properties=CommitProperties(
@@ -119,7 +119,6 @@ def _high_water_holders(applied: pa.Table, current: pa.Table, keys: list[str], c
 
 
 def staged_keys(staging: Location) -> list[str]:
-    """The key columns recorded with the staging table's last commit."""
-    last = delta_table(staging).history(limit=1)
-    recorded = last[0].get("lakemirror.keyColumns") if last else None
+    """The key columns recorded with the staging table's bookkeeping."""
+    recorded = bookkeeping_commit(delta_table(staging)).get("lakemirror.keyColumns")
     return list(json.loads(recorded)) if recorded else []

@@ -25,7 +25,8 @@ from deltalake import CommitProperties, Field, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from lakemirror.delta.access import delta_table, is_delta_table, storage_options
-from lakemirror.delta.listed_features import last_commit_keys, list_used_features
+from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
+from lakemirror.delta.listed_features import list_used_features
 from lakemirror.errors import (
     ChangedFileError,
     LakemirrorError,
@@ -176,9 +177,8 @@ class StagingTable:
 
     def _last_commit(self) -> dict[str, Any]:
         if self._last is None:
-            history = (delta_table(self.location).history(limit=1)
-                       if is_delta_table(self.location) else [])
-            self._last = history[0] if history else {}
+            self._last = (bookkeeping_commit(delta_table(self.location))
+                          if is_delta_table(self.location) else {})
         return self._last
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:
@@ -310,7 +310,7 @@ class StagingTable:
             table.alter.add_columns([Field.from_arrow(plan.schema.field(name))
                                      for name in plan.added],
                                     commit_properties=CommitProperties(
-                                        custom_metadata=last_commit_keys(table)))
+                                        custom_metadata=bookkeeping_keys(table)))
         table.create_write_transaction(actions, "append", plan.schema,
                                        commit_properties=properties)
 
