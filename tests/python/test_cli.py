@@ -225,7 +225,7 @@ def test_an_unknown_table_is_a_usage_error(zone, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_after", [1.5, 5.0, 8.0, 9.5, 11.0])
+@pytest.mark.parametrize("kill_after", [1.5, 8.0])  # staging; dbt (random moments: test_object_faults)
 def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_after):
     """SIGKILL an incremental `lakemirror run` at some moment (ingest, dbt parse, MERGE...)."""
     zone.table("T", ["id"])
