@@ -18,15 +18,13 @@ RECENT = 20  # commits looked at before the whole history is read
 def bookkeeping_commit(table: DeltaTable) -> dict[str, Any]:
     """The newest commit of `table` that carries lakemirror's keys; {} when none does. The
     newest commit is read alone first: usually lakemirror's own."""
-    seen = 0
     for limit in (1, RECENT, None):
         commits = table.history(limit=limit)
         for commit in commits:
             if any(str(key).startswith(PREFIX) for key in commit):
                 return commit
-        if len(commits) == seen or limit is None or len(commits) < limit:
-            return {}  # the whole history was read
-        seen = len(commits)
+        if limit is None or len(commits) < limit:
+            break  # the whole history was read
     return {}
 
 
