@@ -30,6 +30,7 @@ from lakemirror.landing.object_zone import ObjectPath, ObjectZone
 from lakemirror.reference import ROW_MARKER
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.ingest import IngestResult
+from lakemirror.staging.lifecycle import find_retirements
 from lakemirror.staging.retention import purge_processed
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (ROW_MARKER, pa.int32())])
@@ -51,10 +52,15 @@ def on_server(request: pytest.FixtureRequest, zone: Zone) -> Published:
     return Published(zone, request.getfixturevalue(f"{request.param}_server"))
 
 
-def ingest_all(published: Published, tmp_path: Path) -> dict[str, IngestResult]:
+def ingest_all(published: Published, tmp_path: Path, *, retire: bool = False
+               ) -> dict[str, IngestResult]:
+    """Ingest every table of the zone; after the retirement check first when `retire`, as a
+    run does (it reads the same tables' folders)."""
     warehouse = Warehouse(tmp_path / "warehouse")
-    return {table.qualified_name: ingest_table(table, warehouse)
-            for table in discover_tables(published.door)}
+    tables = discover_tables(published.door)
+    if retire:
+        assert find_retirements(tables, warehouse) == []
+    return {table.qualified_name: ingest_table(table, warehouse) for table in tables}
 
 
 def staged_ids(tmp_path: Path, table: str = "t") -> list[int]:
@@ -125,10 +131,16 @@ def test_an_idle_run_lists_each_table_once_and_reads_changed_control_files(
     assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
         "replicating"}
     counts = counted_requests(monkeypatch)
-    idle = ingest_all(on_server, tmp_path)
-    assert counts == {"list_with_delimiter": 3}  # the zone's top level, then each table once
+    idle = ingest_all(on_server, tmp_path, retire=True)
+    # the zone's top level, then each table once: the retirement check reads the marks the
+    # ingest then reads, from the same listing and the copies the staging commits keep
+    assert counts == {"list_with_delimiter": 3}
     assert [idle[name].staged_rows for name in ("dbo.t", "dbo.u")] == [0, 0]
     on_server.put("T/_metadata.json", b'{"keyColumns": ["v"]}')
+    counts.clear()
+    changed = ingest_all(on_server, tmp_path, retire=True)
+    assert counts == {"list_with_delimiter": 3, "get": 1}
+    assert "keyColumns changed" in (changed["dbo.t"].error or "")
     on_server.put(f"U/{MARKER}", b'{"incarnation": "another folder"}')
     counts.clear()
     changed = ingest_all(on_server, tmp_path)

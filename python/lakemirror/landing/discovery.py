@@ -15,6 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path, PurePath
 
 from lakemirror.errors import ConfigError, FileNameError, LandingZoneError
@@ -56,6 +57,13 @@ class LandingTable:
     @property
     def processed_folder(self) -> PurePath:
         return self.folder / PROCESSED_FOLDER
+
+    @cached_property
+    def listing(self) -> list[Entry]:
+        """The folder's entries as first listed (a run discovers its tables anew, so: in this
+        run). The retirement check and the ingest share it, one request per table on an object
+        store; `door.entries(folder)` lists the folder again."""
+        return self.door.entries(self.folder)
 
     @property
     def door(self) -> ZoneDoor:

@@ -11,7 +11,7 @@ from lakemirror.landing import LandingTable
 from lakemirror.landing.discovery import ALL_TABLES
 from lakemirror.landing.incarnation import read_mark
 from lakemirror.staging.dropped import DroppedCopy, keep_dropped
-from lakemirror.staging.ingest import StagingTable
+from lakemirror.staging.ingest import StagingTable, listed_mark
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.registry import register_relations
 
@@ -51,8 +51,10 @@ def find_retirements(tables: list[LandingTable], warehouse: Warehouse) -> list[R
 
 def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
     try:
-        recorded = StagingTable(warehouse.staging_path(table.schema, table.name)).incarnation()
-        return recorded is not None and read_mark(table).recreated(recorded)
+        staging = StagingTable(warehouse.staging_path(table.schema, table.name))
+        recorded = staging.incarnation()
+        return recorded is not None and \
+            read_mark(table, listed_mark(staging, table)).recreated(recorded)
     except Exception:  # an unreadable mark or staging log is not a positive signal: the
         return False   # table's ingest fails with the reason
 
