@@ -13,9 +13,10 @@ from typing import Any
 
 from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
-from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.storage.hadoop import server_storage_problem
 
 
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
@@ -50,6 +51,10 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                 close_connect_sessions()
     if (stopped := _lakemirror_error(outcome.exception)) is not None:
         raise stopped
+    if outcome.exception is not None and target != "spark" and (
+            problem := server_storage_problem(str(outcome.exception))) is not None:
+        raise ServerStorageError(f"dbt {command} could not run: the Spark server cannot reach "
+                                 f"the warehouse: {problem.lacks}", hint=problem.fix)
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint=(missing_delta_hint(str(outcome.exception), target)

@@ -133,6 +133,14 @@ class UnreachableServerError(EngineError):
     exit_code = 1
 
 
+class ServerStorageError(EngineError):
+    """A Spark Connect server cannot reach the warehouse's object storage (no connector, or
+    its credentials refused): the run fails before writing anything (exit code 1), and the
+    next run, on a server that reaches it, mirrors everything."""
+
+    exit_code = 1
+
+
 class LockTimeoutError(LakemirrorError):
     """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
 
