@@ -51,10 +51,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                 close_connect_sessions()
     if (stopped := _lakemirror_error(outcome.exception)) is not None:
         raise stopped
-    if outcome.exception is not None and target != "spark" and (
-            problem := server_storage_problem(str(outcome.exception))) is not None:
-        raise ServerStorageError(f"dbt {command} could not run: the Spark server cannot reach "
-                                 f"the warehouse: {problem.lacks}", hint=problem.fix)
+    if (unreachable := _server_storage_error(command, target, env, outcome.exception)) is not None:
+        raise unreachable
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint=(missing_delta_hint(str(outcome.exception), target)
@@ -73,6 +71,20 @@ def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     while error is not None and not isinstance(error, LakemirrorError):
         error = error.__cause__ or error.__context__
     return error
+
+
+def _server_storage_error(command: str, target: str, env: Mapping[str, str],
+                          error: BaseException | None) -> ServerStorageError | None:
+    """The error to stop on when dbt could not run because a Spark Connect server cannot
+    reach the warehouse URL (its Java stack would otherwise be the only word, with the 'no
+    Delta Lake' hint its Delta frames match); None otherwise."""
+    if error is None or target != "connect" or "://" not in env.get("LAKEMIRROR_WAREHOUSE", ""):
+        return None
+    problem = server_storage_problem(str(error))
+    if problem is None:
+        return None
+    return ServerStorageError(f"dbt {command} could not run: the Spark server cannot reach the "
+                              f"warehouse: {problem.lacks}", hint=problem.fix)
 
 
 def _operation_error_collector(errors: list[str]) -> Callable[[Any], None]:

@@ -144,3 +144,34 @@ def test_a_servers_storage_errors_say_what_it_lacks(error, lacks):
 ])
 def test_other_errors_are_no_storage_problem(error):
     assert server_storage_problem(error + STACK) is None
+
+
+NO_S3A = ('Runtime Error\n  (org.apache.hadoop.fs.UnsupportedFileSystemException) No FileSystem '
+          'for scheme "s3"\n\n  JVM stacktrace:\n  at org.apache.spark.sql.delta.DeltaLog$.apply')
+
+
+def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatch):
+    """Met by dbt (after the run's own check): a dbt that could not run stops on
+    ServerStorageError, not on the 'no Delta Lake' hint its Java stack's Delta frames would
+    give; a model's failure is told as such on its node, its Java stack left out."""
+    from types import SimpleNamespace
+
+    from dbt.cli import main as dbt_main
+
+    from lakemirror.build import dbt_invoke
+    from lakemirror.errors import ServerStorageError
+    from lakemirror.node_result import NodeResult
+    from lakemirror.run.server_storage import explain_storage_errors
+
+    monkeypatch.setattr(dbt_main, "dbtRunner", lambda **_: SimpleNamespace(
+        invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None)))
+    with pytest.raises(ServerStorageError, match="it lacks Hadoop's S3A connector") as stopped:
+        dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect",
+                   env={"LAKEMIRROR_WAREHOUSE": "s3://lake/wh"})
+    assert "Delta Lake" not in str(stopped.value) and "JVM" not in str(stopped.value)
+    settings = SimpleNamespace(warehouse=parse_location("s3://lake/wh", MOTO))
+    failed, passed = (NodeResult("model.p.dbo__customers", "error", NO_S3A),
+                      NodeResult("model.p.dbo__orders", "success", None))
+    told, kept = explain_storage_errors(settings, [failed, passed])
+    assert told.message.startswith("the Spark server cannot reach the warehouse: it lacks")
+    assert "JVM stacktrace" not in told.message and kept == passed
