@@ -41,12 +41,14 @@ def check_server_storage(settings: RunSettings) -> None:
     if (server, str(warehouse)) in _reached or address is None or not answers(address):
         return  # a server that does not answer: dbt's plugin waits for it, naming the fix
     try:
+        # analysed at once: the server lists <warehouse>/_delta_log, which no run writes
         connect_session(server).read.format("delta").load(spark_url(warehouse)).schema
     except PySparkException as error:
         if (problem := server_storage_problem(str(error))) is not None:
             raise ServerStorageError(
-                f"the Spark Connect server at {redact_url(server)} cannot reach the warehouse "
-                f"{redact_url(str(warehouse))}: {problem.lacks}; nothing was written",
+                f"the Spark Connect server at sc://{address.host}:{address.port} cannot reach "
+                f"the warehouse {redact_url(str(warehouse))}: {problem.lacks}; nothing was "
+                "written",
                 hint=problem.fix) from None
     _reached.add((server, str(warehouse)))
 

@@ -203,7 +203,7 @@ def refuse_unreachable_warehouse(location: ObjectLocation, target: str) -> None:
     """Raise ConfigError, before any work, when the `target` (not the embedded engine) cannot
     reach a warehouse in object storage: an Azure URL without its account, `spark` without the
     connector's jars, `thrift` and `databricks` always (lakemirror cannot check their
-    servers). A `connect` server is asked by the run itself (`run.dbt.check_server_storage`)."""
+    servers). A `connect` server is asked by the run itself (`run.server_storage`)."""
     from lakemirror.engine.spark import DELTA_JARS
 
     spark_url(location)
