@@ -135,10 +135,11 @@ class UnreachableServerError(EngineError):
 
 class ServerStorageError(EngineError):
     """A Spark Connect server cannot reach the warehouse's object storage (no connector, or
-    its credentials refused): the run fails before writing anything (exit code 1), and the
-    next run, on a server that reaches it, mirrors everything."""
+    its credentials refused): a configuration error of the server, so the run stops before
+    writing anything (exit code 2, as for lakemirror's own settings), and the next run, on a
+    server that reaches it, mirrors everything."""
 
-    exit_code = 1
+    exit_code = 2
 
 
 class LockTimeoutError(LakemirrorError):

@@ -204,7 +204,7 @@ def test_a_server_without_the_stores_connector_stops_the_run_before_it_writes(
                   LAKEMIRROR_CONNECT_URL=spark_cluster.connect_url,
                   LAKEMIRROR_STORAGE_OPTIONS=json.dumps(dict(s3_server.options)))
     output = run.stdout + run.stderr
-    assert run.returncode == 1, output
+    assert run.returncode == 2, output
     assert (f"the Spark Connect server at {spark_cluster.connect_url} cannot reach the warehouse "
             f"{s3_server.url(prefix)}: it lacks Hadoop's S3A connector (hadoop-aws-") in output
     assert 'No FileSystem for scheme "s3"' in output and "nothing was written" in output
