@@ -13,9 +13,10 @@ from typing import Any
 
 from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
-from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.storage.hadoop import server_storage_problem
 
 
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
@@ -50,6 +51,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                 close_connect_sessions()
     if (stopped := _lakemirror_error(outcome.exception)) is not None:
         raise stopped
+    if (unreachable := _server_storage_error(command, target, env, outcome.exception)) is not None:
+        raise unreachable
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint=(missing_delta_hint(str(outcome.exception), target)
@@ -68,6 +71,20 @@ def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     while error is not None and not isinstance(error, LakemirrorError):
         error = error.__cause__ or error.__context__
     return error
+
+
+def _server_storage_error(command: str, target: str, env: Mapping[str, str],
+                          error: BaseException | None) -> ServerStorageError | None:
+    """The error to stop on when dbt could not run because a Spark Connect server cannot
+    reach the warehouse URL (its Java stack would otherwise be the only word, with the 'no
+    Delta Lake' hint its Delta frames match); None otherwise."""
+    if error is None or target != "connect" or "://" not in env.get("LAKEMIRROR_WAREHOUSE", ""):
+        return None
+    problem = server_storage_problem(str(error))
+    if problem is None:
+        return None
+    return ServerStorageError(f"dbt {command} could not run: the Spark server cannot reach the "
+                              f"warehouse: {problem.lacks}", hint=problem.fix)
 
 
 def _operation_error_collector(errors: list[str]) -> Callable[[Any], None]:

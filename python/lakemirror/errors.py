@@ -133,6 +133,15 @@ class UnreachableServerError(EngineError):
     exit_code = 1
 
 
+class ServerStorageError(EngineError):
+    """A Spark Connect server cannot reach the warehouse's object storage (no connector, or
+    its credentials refused): a configuration error of the server, so the run stops before
+    writing anything (exit code 2, as for lakemirror's own settings), and the next run, on a
+    server that reaches it, mirrors everything."""
+
+    exit_code = 2
+
+
 class LockTimeoutError(LakemirrorError):
     """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
 

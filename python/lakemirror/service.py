@@ -15,6 +15,7 @@ from lakemirror.run.dbt import Dbt, embedded_engine, engine_address, invoke_dbt
 from lakemirror.run.log import Progress, RunLog, silent
 from lakemirror.run.maintain import maintain
 from lakemirror.run.scope import locked_scope
+from lakemirror.run.server_storage import check_server_storage
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
 from lakemirror.status import TableStatus
@@ -38,6 +39,7 @@ class MirrorService:
         tables, run `dbt build`; on every table, or only the named ones ('schema.table')."""
         settings, log = self.settings, self._log()
         layout = settings.layout
+        check_server_storage(settings)
         with locked_scope(settings, log, tables) as (landing, scope):
             dropped = retire.drop_retired(settings, log, self.dbt, landing, scope)
             healed = retire.heal_returned(settings, log, landing, scope)

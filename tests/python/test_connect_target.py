@@ -4,6 +4,7 @@ default threads, two warehouses on one server, and the failures a user meets fir
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -78,14 +79,14 @@ def test_a_zone_mirrors_exactly_with_the_default_threads_quietly(tmp_path, recwa
 
 
 def run_cli(tmp_path: Path, zone: Zone, command: list[str] | None = None,
-            **env: str) -> subprocess.CompletedProcess[str]:
+            warehouse: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     """`lakemirror run` (or `command` given its arguments) on the connect target in a new
-    process, over a one-table zone."""
+    process, over a one-table zone, into `warehouse` (a folder of `tmp_path` by default)."""
     zone.table("Customers", ["id"])
     zone.write("Customers", 1, BATCHES[0], SCHEMA)
     return subprocess.run(
         [*(command or [str(Path(sys.executable).parent / "lakemirror")]), "run", "--target", "connect",
-         "--landing-zone", str(zone.root), "--warehouse", str(tmp_path / "wh"),
+         "--landing-zone", str(zone.root), "--warehouse", warehouse or str(tmp_path / "wh"),
          "--project-dir", str(copy_project(tmp_path / "project"))],
         env={**os.environ, "LAKEMIRROR_HOME": str(tmp_path / "home"), **env},
         capture_output=True, text=True, timeout=240)
@@ -190,6 +191,25 @@ def test_a_server_without_delta_is_named_with_the_servers_settings(tmp_path, zon
     assert "the Spark server has no Delta Lake" in output, output
     assert "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension" in output
     assert "LAKEMIRROR_DELTA_JARS" not in output
+
+
+@pytest.mark.spark
+def test_a_server_without_the_stores_connector_stops_the_run_before_it_writes(
+        tmp_path, zone, spark_cluster, s3_server):
+    """The test cluster's server has no S3A connector (hadoop-aws is not downloadable here):
+    a run into a warehouse on moto's S3 asks the server to read there first, and stops,
+    naming the server, the warehouse and the jars, with nothing written."""
+    prefix = s3_server.fresh_prefix("warehouse")
+    run = run_cli(tmp_path, zone, warehouse=s3_server.url(prefix),
+                  LAKEMIRROR_CONNECT_URL=spark_cluster.connect_url,
+                  LAKEMIRROR_STORAGE_OPTIONS=json.dumps(dict(s3_server.options)))
+    output = run.stdout + run.stderr
+    assert run.returncode == 2, output
+    assert (f"the Spark Connect server at {spark_cluster.connect_url} cannot reach the warehouse "
+            f"{s3_server.url(prefix)}: it lacks Hadoop's S3A connector (hadoop-aws-") in output
+    assert 'No FileSystem for scheme "s3"' in output and "nothing was written" in output
+    assert "docs/pages/object-storage.md" in output and "JVM stacktrace" not in output
+    assert not s3_server.store().list(prefix).collect()
 
 
 @pytest.mark.spark

@@ -1,6 +1,7 @@
 """A warehouse URL as Apache Spark reaches it: the URL forms of Hadoop's connectors, the
-`spark.hadoop.*` settings made from lakemirror's storage options, and the refusal, before any
-work, of a target that cannot reach it. No network, no JVM."""
+`spark.hadoop.*` settings made from lakemirror's storage options, the refusal, before any
+work, of a target that cannot reach it, and a Spark server's errors read as what it lacks to
+reach the store. No network, no JVM."""
 
 import pytest
 
@@ -10,6 +11,7 @@ from lakemirror.storage.hadoop import (
     connector_missing,
     hadoop_settings,
     refuse_unreachable_warehouse,
+    server_storage_problem,
     spark_url,
 )
 
@@ -96,5 +98,80 @@ def test_the_targets_that_cannot_reach_the_warehouse_are_refused(tmp_path, monke
     (tmp_path / "hadoop-aws-3.4.1.jar").touch()
     (tmp_path / "bundle-2.24.6.jar").touch()
     refuse_unreachable_warehouse(location, "spark")
-    with pytest.raises(ConfigError, match="the connect target does not mirror into"):
-        refuse_unreachable_warehouse(location, "connect")
+    refuse_unreachable_warehouse(location, "connect")  # its server is asked by the run
+    with pytest.raises(ConfigError, match="the thrift target does not mirror into"):
+        refuse_unreachable_warehouse(location, "thrift")
+
+
+STACK = "\n\nJVM stacktrace:\norg.apache.hadoop.fs.FileSystem.get(FileSystem.java:403)"
+
+
+@pytest.mark.parametrize("error, lacks", [
+    ('(org.apache.hadoop.fs.UnsupportedFileSystemException) No FileSystem for scheme "s3"',
+     "it lacks Hadoop's S3A connector (hadoop-aws-"),
+    ("(java.lang.RuntimeException) java.lang.ClassNotFoundException: Class "
+     "org.apache.hadoop.fs.s3a.S3AFileSystem not found", "it lacks Hadoop's S3A connector"),
+    ("java.lang.NoClassDefFoundError: software/amazon/awssdk/core/exception/SdkException",
+     "the AWS SDK's bundle-*.jar"),
+    ("java.lang.ClassNotFoundException: Class "
+     "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem not found",
+     "it lacks Hadoop's ABFS connector (hadoop-azure-"),
+    ('No FileSystem for scheme "gs"', "it lacks Google's GCS connector (gcs-connector-"),
+    ("java.nio.file.AccessDeniedException: s3a://lake/wh: getFileStatus on s3a://lake/wh: "
+     "software.amazon.awssdk.services.s3.model.S3Exception: Forbidden (Service: S3, Status "
+     "Code: 403, Request ID: 1)", "s3 storage refused its credentials: AccessDenied"),
+    ("org.apache.hadoop.fs.s3a.auth.NoAuthWithAWSException: No AWS Credentials provided by "
+     "SimpleAWSCredentialsProvider", "s3 storage refused its credentials"),
+    ('Operation failed: "This request is not authorized to perform this operation using this '
+     'permission.", 403, HEAD, https://acct.dfs.core.windows.net/lake/wh?action=getStatus, '
+     "AuthorizationPermissionMismatch", "azure storage refused its credentials"),
+    ("com.google.api.client.googleapis.json.GoogleJsonResponseException: 401 Unauthorized",
+     "gcs storage refused its credentials: 401 Unauthorized"),
+])
+def test_a_servers_storage_errors_say_what_it_lacks(error, lacks):
+    problem = server_storage_problem(error + STACK)
+    assert problem is not None and lacks in problem.lacks, problem
+    explained = problem.explained(error + STACK)
+    assert "JVM stacktrace" not in explained and explained.endswith(error)
+    assert "docs/pages/object-storage.md" in problem.fix
+
+
+@pytest.mark.parametrize("error", [
+    "[PATH_NOT_FOUND] Path does not exist: s3://lake/wh. SQLSTATE: 42K03",
+    "[DELTA_TABLE_NOT_FOUND] Delta table `s3://lake/wh` doesn't exist.",
+    "java.lang.ClassNotFoundException: org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "[DIVIDE_BY_ZERO] Division by zero.",
+])
+def test_other_errors_are_no_storage_problem(error):
+    assert server_storage_problem(error + STACK) is None
+
+
+NO_S3A = ('Runtime Error\n  (org.apache.hadoop.fs.UnsupportedFileSystemException) No FileSystem '
+          'for scheme "s3"\n\n  JVM stacktrace:\n  at org.apache.spark.sql.delta.DeltaLog$.apply')
+
+
+def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatch):
+    """Met by dbt (after the run's own check): a dbt that could not run stops on
+    ServerStorageError, not on the 'no Delta Lake' hint its Java stack's Delta frames would
+    give; a model's failure is told as such on its node, its Java stack left out."""
+    from types import SimpleNamespace
+
+    from dbt.cli import main as dbt_main
+
+    from lakemirror.build import dbt_invoke
+    from lakemirror.errors import ServerStorageError
+    from lakemirror.node_result import NodeResult
+    from lakemirror.run.server_storage import explain_storage_errors
+
+    monkeypatch.setattr(dbt_main, "dbtRunner", lambda **_: SimpleNamespace(
+        invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None)))
+    with pytest.raises(ServerStorageError, match="it lacks Hadoop's S3A connector") as stopped:
+        dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect",
+                   env={"LAKEMIRROR_WAREHOUSE": "s3://lake/wh"})
+    assert "Delta Lake" not in str(stopped.value) and "JVM" not in str(stopped.value)
+    settings = SimpleNamespace(warehouse=parse_location("s3://lake/wh", MOTO))
+    failed, passed = (NodeResult("model.p.dbo__customers", "error", NO_S3A),
+                      NodeResult("model.p.dbo__orders", "success", None))
+    told, kept = explain_storage_errors(settings, [failed, passed])
+    assert told.message.startswith("the Spark server cannot reach the warehouse: it lacks")
+    assert "JVM stacktrace" not in told.message and kept == passed

@@ -24,6 +24,7 @@ from lakemirror.engine.sail import configured_port, storage_fingerprint
 from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
+from lakemirror.run.server_storage import explain_storage_errors
 from lakemirror.run.settings import RunSettings
 from lakemirror.storage.engine_settings import engine_environment
 from lakemirror.storage.hadoop import spark_url
@@ -44,7 +45,7 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
     the Connect server stopped answering (a cluster lakemirror cannot restart)."""
     warehouse = settings.warehouse
-    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target == "spark"
+    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target in ("spark", "connect")
            and isinstance(warehouse, ObjectLocation) else str(warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
     dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
@@ -60,6 +61,8 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
         return _dbt_invoke(settings, command, args, env, dbt_vars)
     with watchdog(engine, timeout) as watch:
         nodes = _dbt_invoke(settings, command, args, env, dbt_vars)
+    if isinstance(engine, RemoteServer):
+        nodes = explain_storage_errors(settings, nodes)
     if watch.reason is None:
         return nodes
     engine.kill()

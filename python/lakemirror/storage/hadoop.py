@@ -3,13 +3,16 @@
 storage options lakemirror's own reads use, and addressed by the URL forms those connectors
 take. The connectors' jars are not part of Spark: they must lie next to Delta's (the folder
 LAKEMIRROR_DELTA_JARS), and the `spark` target refuses a warehouse URL before any work when
-they do not."""
+they do not. A Spark Connect server's connector and credentials are its own: what it lacks is
+read from its errors (`server_storage_problem`)."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 from lakemirror.errors import ConfigError
@@ -20,6 +23,24 @@ DOCS = "docs/pages/object-storage.md, 'The spark and connect targets'"
 CONNECTOR_JARS = {"s3": ("hadoop-aws-*.jar", "bundle-*.jar"),
                   "azure": ("hadoop-azure-*.jar",),
                   "gcs": ("gcs-connector-*.jar",)}
+# Each kind of store's connector as a server's administrator adds it.
+CONNECTORS = {"s3": "Hadoop's S3A connector (hadoop-aws-<its Hadoop version>.jar and the AWS "
+                    "SDK's bundle-*.jar)",
+              "azure": "Hadoop's ABFS connector (hadoop-azure-<its Hadoop version>.jar)",
+              "gcs": "Google's GCS connector (gcs-connector-*-shaded.jar)"}
+# What a Spark error names when it lacks a connector, and the kind of store it names.
+_NO_CONNECTOR = re.compile(r'No FileSystem for scheme "(\w+)"|(?:ClassNotFoundException|'
+                           r"NoClassDefFoundError):? (?:Class )?([\w.$/]+)")
+_KINDS = (("s3", re.compile(r"^s3a?$|\.s3a\.|awssdk|amazonaws|s3a?://|\bAWS", re.I)),
+          ("azure", re.compile(r"^(abfss?|wasbs?)$|azurebfs|\.fs\.azure\.|abfss?://|"
+                               r"windows\.net|onelake", re.I)),
+          ("gcs", re.compile(r"^gs$|google|gs://", re.I)))
+# Credentials the store refused or the connector could not find (S3A, ABFS, GCS).
+_DENIED = re.compile(
+    r"AccessDenied|NoAuthWithAWSException|No AWS Credentials|InvalidAccessKeyId|"
+    r"SignatureDoesNotMatch|ExpiredToken|Status Code: 40[13]\b|\b40[13] (?:Forbidden|"
+    r"Unauthorized)|AuthorizationPermissionMismatch|AuthenticationFailed|AuthorizationFailure|"
+    r"Server failed to authenticate|KeyProviderException|Error getting access token")
 _PREFIXES = ("aws_", "azure_storage_", "azure_", "google_")
 _ABFS = "org.apache.hadoop.fs.azurebfs"
 
@@ -141,15 +162,54 @@ def _plain_names(options: Mapping[str, str]) -> dict[str, str]:
     return plain
 
 
+class StorageProblem(NamedTuple):
+    """What a Spark server lacks to reach object storage, and the fix."""
+
+    lacks: str
+    fix: str
+
+    def explained(self, error: str) -> str:
+        """The server's `error` told as this problem, with its first lines (no Java stack)."""
+        said = error.split("JVM stacktrace:", 1)[0].strip()
+        return (f"the Spark server cannot reach the warehouse: {self.lacks}. Fix: {self.fix}. "
+                f"The server said: {said}")
+
+
+def server_storage_problem(error: str) -> StorageProblem | None:
+    """What the Spark server whose error says `error` lacks to reach object storage: a
+    connector's jars (for the store the missing file system or class names) or credentials
+    the store accepts; None for any other error."""
+    for missing in _NO_CONNECTOR.finditer(error):
+        if (kind := _store_kind(missing[1] or missing[2])) is not None:
+            return StorageProblem(f"it lacks {CONNECTORS[kind]}: {missing[0]}",
+                                  f"start the server with those jars (--jars) and the settings "
+                                  f"of {DOCS}; or run with --target embedded or spark, or pass "
+                                  "a folder the server reaches")
+    denied = _DENIED.search(error)
+    if denied is None:
+        return None
+    kind = _store_kind(error)
+    store = f"{kind} storage" if kind else "the store"
+    return StorageProblem(f"{store} refused its credentials: {denied[0]}",
+                          f"give the server credentials for the warehouse (its spark.hadoop.fs.* "
+                          f"settings or its connector's own variables, {DOCS})")
+
+
+def _store_kind(text: str) -> str | None:
+    return next((kind for kind, pattern in _KINDS if pattern.search(text)), None)
+
+
 def refuse_unreachable_warehouse(location: ObjectLocation, target: str) -> None:
     """Raise ConfigError, before any work, when the `target` (not the embedded engine) cannot
-    reach a warehouse in object storage: `spark` without the connector's jars, or an Azure URL
-    without its account; `connect` always (its server's storage settings are its own, and
-    lakemirror cannot check them)."""
+    reach a warehouse in object storage: an Azure URL without its account, `spark` without the
+    connector's jars, `thrift` and `databricks` always (lakemirror cannot check their
+    servers). A `connect` server is asked by the run itself (`run.server_storage`)."""
     from lakemirror.engine.spark import DELTA_JARS
 
+    spark_url(location)
+    if target == "connect":
+        return
     if target == "spark":
-        spark_url(location)
         why = connector_missing(location, os.environ.get(DELTA_JARS))
         if why is None:
             return
@@ -159,5 +219,6 @@ def refuse_unreachable_warehouse(location: ObjectLocation, target: str) -> None:
     raise ConfigError(f"the warehouse {location} is in object storage, which the {target} "
                       "target does not mirror into: its server would read and write it with "
                       "its own Hadoop connector and credentials, which lakemirror cannot check; "
-                      "nothing was written", hint="run with --target embedded or spark, or "
-                                                  f"pass a folder the server reaches ({DOCS})")
+                      "nothing was written", hint="run with --target embedded, spark or "
+                                                  f"connect, or pass a folder the server "
+                                                  f"reaches ({DOCS})")
