@@ -28,10 +28,10 @@ pytestmark = pytest.mark.slow
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
-BATCHES = [
+BATCHES = [  # the first on a fresh warehouse; the second with every marker, keys changed twice
     [{"id": i, "v": f"v{i}", M: 0} for i in range(1, 5)],
-    [{"id": 1, "v": "one", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 5, "v": "e", M: 4}],
-    [{"id": 2, "v": "back", M: 0}, {"id": 3, "v": None, M: 2}, {"id": 1, "v": "uno", M: 4}],
+    [{"id": 1, "v": "one", M: 1}, {"id": 2, "v": None, M: 2}, {"id": 5, "v": "e", M: 4},
+     {"id": 2, "v": "back", M: 0}, {"id": 3, "v": None, M: 2}, {"id": 1, "v": "uno", M: 4}],
 ]
 TABLES = ("Customers", "Sales.schema/Orders")
 

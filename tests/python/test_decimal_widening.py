@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from lakemirror.engine import spark_unavailable
 from lakemirror.landing import discover_tables
 from lakemirror.reference import ROW_MARKER
 from lakemirror.service import MirrorService, RunSettings
@@ -116,26 +115,28 @@ def test_integers_are_not_widened_to_decimals_nor_dates_to_timestamps(zone, tmp_
     assert "decimal to more digits before or after the point" in result.error
 
 
-SPARK_MISSING = spark_unavailable()
-ON_SPARK = pytest.param("spark", marks=[
-    pytest.mark.spark, pytest.mark.skipif(SPARK_MISSING is not None,
-                                          reason=f"spark target skipped: {SPARK_MISSING}")])
+# Three files whose decimals widen to decimal(12,4), as upserts (also mirrored on the spark
+# target by test_spark_scenarios).
+WIDENING_DECIMALS = [
+    (pa.decimal128(7, 2), [(1, D("12345.67")), (2, D("-0.01")), (5, None)]),
+    (pa.decimal128(10, 2), [(3, D("12345678.91")), (1, D("-99999999.99"))]),
+    (pa.decimal128(9, 4), [(4, D("-12345.6789")), (2, D("0.0001"))]),
+]
+
+
+def widening_decimal_files():
+    """WIDENING_DECIMALS as change files: (rows, schema) each."""
+    return [([{"id": i, "v": v, M: 4} for i, v in rows], schema(decimal))
+            for decimal, rows in WIDENING_DECIMALS]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["embedded", ON_SPARK])
-def test_decimals_widen_in_the_mirrored_table(zone, tmp_path, target):
+def test_decimals_widen_in_the_mirrored_table(zone, tmp_path):
     zone.table("T", ["id"])
     service = MirrorService(RunSettings.given(
-        zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"), target=target,
-        quiet=True))
-    files = [
-        (pa.decimal128(7, 2), [(1, D("12345.67")), (2, D("-0.01")), (5, None)]),
-        (pa.decimal128(10, 2), [(3, D("12345678.91")), (1, D("-99999999.99"))]),
-        (pa.decimal128(9, 4), [(4, D("-12345.6789")), (2, D("0.0001"))]),
-    ]
-    for sequence, (decimal, rows) in enumerate(files, 1):
-        zone.write("T", sequence, [{"id": i, "v": v, M: 4} for i, v in rows], schema(decimal))
+        zone.root, tmp_path / "warehouse", copy_project(tmp_path / "project"), quiet=True))
+    for sequence, (rows, file_schema) in enumerate(widening_decimal_files(), 1):
+        zone.write("T", sequence, rows, file_schema)
         [status] = service.run()
         assert status.status == "replicating", status.error
     mirrored = DeltaTable(str(service.settings.warehouse / "dbo" / "t"))

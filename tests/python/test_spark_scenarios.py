@@ -1,9 +1,9 @@
 """Every mirror scenario on both engines, in one landing zone: the contract's examples and edge
-cases, a seeded random stream, schema evolution, column names with spaces, delimited text,
-nested and naive-timestamp columns, ConditionalUpdateColumn, upserts by default, a keyless
-table, a recreated and a deleted folder, and a crash between the MERGE and its bookkeeping.
-Each engine's tables are compared with the reference model, and the two engines' tables with
-each other, column types and change positions included.
+cases, a seeded random stream, schema evolution, decimal widening, column names with spaces,
+delimited text, nested and naive-timestamp columns, ConditionalUpdateColumn, upserts by default,
+a keyless table, a recreated and a deleted folder, and a crash between the MERGE and its
+bookkeeping. Each engine's tables are compared with the reference model, and the two engines'
+tables with each other, column types and change positions included.
 
 The per-scenario suites (test_mirror_dbt, test_schema_evolution, ...) run these cases one
 warehouse each, and their hypothesis streams with more examples, on the embedded engine; this
@@ -34,6 +34,7 @@ from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
 from conftest import ENGINES, SPARK_UNAVAILABLE, Zone, mirror_setup, spark_session
+from test_decimal_widening import widening_decimal_files
 from test_delimited_mirror import TSV_METADATA
 from test_delta_settings import configure
 from test_schema_evolution import EVOLVING_FILES
@@ -96,6 +97,7 @@ def random_stream(seed: int) -> list[Rows]:
 
 
 RANDOM = random_stream(13)
+DECIMALS = widening_decimal_files()
 TABLES = [
     Table("Employees", ["EmployeeID"], {
         1: [([{"EmployeeID": "E0001", "EmployeeLocation": "Redmond", M: 0},
@@ -116,6 +118,7 @@ TABLES = [
     Table("Random", ["a", "b"], {1: [(RANDOM[0], PAIR)], 2: [(RANDOM[1], PAIR), (RANDOM[2], PAIR)],
                                  3: [(RANDOM[3], PAIR)]}),
     Table("Evolve", ["id"], {1: [EVOLVE[0]], 2: [EVOLVE[1]], 3: [EVOLVE[2]]}),
+    Table("Decimals", ["id"], {1: [DECIMALS[0]], 2: [DECIMALS[1]], 3: [DECIMALS[2]]}),
     Table("Odd", ["first name"], {
         1: [([{**{name: f"{name}-{i}" for name in ODD_NAMES}, "first name": f"k{i}", M: 0}
               for i in (1, 2)], ODD)],
@@ -164,7 +167,8 @@ RECREATED_SCHEMA = schema(("v", pa.int64()), ("w", pa.string()))
 SETTINGS = ["dbo:", "  dbo__odd: {+delta_features: [columnMapping]}"]
 # The third run mirrors only the tables it changes (a run with --table): it re-applies their
 # batches after the crash, rebuilds the recreated folder and drops the deleted one.
-THIRD_RUN = ("dbo.random", "dbo.evolve", "dbo.cond", "dbo.recreated", "dbo.deleted")
+THIRD_RUN = ("dbo.random", "dbo.evolve", "dbo.decimals", "dbo.cond", "dbo.recreated",
+             "dbo.deleted")
 
 
 @dataclass
@@ -302,6 +306,12 @@ def test_new_columns_are_added_in_place_and_widening_rewrites(mirrored):
     # Evolve widens twice (int to long, float to double): two rewrites after its creation.
     rewrite = "CREATE OR REPLACE TABLE AS SELECT" if spark else "WRITE"
     assert operations("evolve").count(rewrite) == 2 + spark
+
+
+def test_decimals_widen_to_the_union_of_their_types(mirrored):
+    """decimal(7,2), then (10,2), then (9,4): the table ends decimal(12,4), no digit lost."""
+    types = dict(columns(mirrored.service.settings.warehouse / "dbo" / "decimals"))
+    assert types["v"] == "decimal(12,4)"
 
 
 def test_delimited_text_matches_its_expected_rows(mirrored):
