@@ -32,7 +32,7 @@ demo: install
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? 4 : n )))
 
 test: install
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadscope
 
 lint: install
 	$(VENV)/bin/sqlfluff lint macros models
