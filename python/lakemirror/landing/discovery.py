@@ -60,10 +60,17 @@ class LandingTable:
 
     @cached_property
     def listing(self) -> list[Entry]:
-        """The folder's entries as first listed (a run discovers its tables anew, so: in this
-        run). The retirement check and the ingest share it, one request per table on an object
-        store; `door.entries(folder)` lists the folder again."""
+        """The folder's entries, listed for the next ingest: a run's retirement check lists
+        the folder, and its ingest takes that listing (`take_listing`), so the two cost one
+        request per table on an object store."""
         return self.door.entries(self.folder)
+
+    def take_listing(self) -> list[Entry]:
+        """The folder's entries for an ingest: the listing taken before it, once; otherwise
+        (a second ingest of this table) a new one."""
+        listing = self.listing
+        del self.__dict__["listing"]
+        return listing
 
     @property
     def door(self) -> ZoneDoor:

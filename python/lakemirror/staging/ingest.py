@@ -114,7 +114,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     try:
         if table.problem is not None:
             raise table.problem
-        listing = table.listing  # once: the control files' ETags are in it
+        listing = table.take_listing()  # once: the control files' ETags are in it
         copies = {METADATA_COPY_KEY: read_listed(table.door, table.folder / METADATA_FILE,
                                                  listing, staging.kept(METADATA_COPY_KEY))}
         metadata = read_metadata(table, copies[METADATA_COPY_KEY], listing)
@@ -123,7 +123,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staging.check_keys(table, metadata)
         staging.list_used_features()  # a table staged before lakemirror listed them
         incarnation, copies[MARK_COPY_KEY] = folder_incarnation(
-            staging, table, warn=warnings.append)
+            staging, table, listing, warn=warnings.append)
         detection = detect_files(table, metadata, staged, listing)
         if detection.settling is not None and settle is not None:
             settle(detection.settling)
@@ -344,7 +344,7 @@ class StagingTable:
                            file=str(change_file.file.path))
 
 
-def folder_incarnation(staging: StagingTable, table: LandingTable, *,
+def folder_incarnation(staging: StagingTable, table: LandingTable, listing: Sequence[Entry], *,
                        warn: Callable[[str], None] = lambda message: None
                        ) -> tuple[str, ControlCopy]:
     """The folder's incarnation id and its mark as read or written, marking the folder
@@ -352,7 +352,7 @@ def folder_incarnation(staging: StagingTable, table: LandingTable, *,
     it was staged from); raises when the folder is another incarnation than the staged
     files (it must be dropped first) or its mark cannot be read."""
     recorded = staging.incarnation()
-    copy = listed_mark(staging, table)
+    copy = listed_mark(staging, table, listing)
     mark = read_mark(table, copy)
     if mark.recreated(recorded):
         raise MetadataError(
@@ -370,8 +370,8 @@ def folder_incarnation(staging: StagingTable, table: LandingTable, *,
     return incarnation, written or ControlCopy(None)
 
 
-def listed_mark(staging: StagingTable, table: LandingTable) -> ControlCopy:
-    """The folder's incarnation mark as its listing shows it: the copy the staging table
+def listed_mark(staging: StagingTable, table: LandingTable, listing: Sequence[Entry]
+                ) -> ControlCopy:
+    """The folder's incarnation mark as its `listing` shows it: the copy the staging table
     keeps when the mark is unchanged (no request on an object store), otherwise read."""
-    return read_listed(table.door, table.folder / MARKER, table.listing,
-                       staging.kept(MARK_COPY_KEY))
+    return read_listed(table.door, table.folder / MARKER, listing, staging.kept(MARK_COPY_KEY))

@@ -54,7 +54,7 @@ def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
         staging = StagingTable(warehouse.staging_path(table.schema, table.name))
         recorded = staging.incarnation()
         return recorded is not None and \
-            read_mark(table, listed_mark(staging, table)).recreated(recorded)
+            read_mark(table, listed_mark(staging, table, table.listing)).recreated(recorded)
     except Exception:  # an unreadable mark or staging log is not a positive signal: the
         return False   # table's ingest fails with the reason
 
