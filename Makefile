@@ -28,11 +28,8 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/lakemirror demo --dir $(DEMO_DIR)
 
-# The suite runs on as many processes as the machine has cores, at most 4 (tests/parallel.py).
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? 4 : n )))
-
 test: install
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadscope
+	$(VENV)/bin/pytest
 
 lint: install
 	$(VENV)/bin/sqlfluff lint macros models
