@@ -31,11 +31,11 @@ def check_server_storage(settings: RunSettings) -> None:
     when the server cannot reach the warehouse (once per server and warehouse in a process).
     Any other error of the probe (a server that does not answer, one without Delta) is left
     to dbt's own checks, which name it."""
-    from pyspark.errors import PySparkException
-
     warehouse = settings.warehouse
     if settings.target != "connect" or not isinstance(warehouse, ObjectLocation):
         return
+    from pyspark.errors import PySparkException  # only here: a run imports no pyspark otherwise
+
     server = os.environ.get(CONNECT_URL) or DEFAULT_CONNECT_URL
     address = server_address(server)
     if (server, str(warehouse)) in _reached or address is None or not answers(address):
