@@ -21,7 +21,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, Field, Schema
+from deltalake import CommitProperties, DeltaTable, Field, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from lakemirror.delta.access import delta_table, is_delta_table, storage_options
@@ -173,12 +173,28 @@ class StagingTable:
     def __init__(self, location: Location) -> None:
         self.location = location
         self.path = str(location)
-        self._last: dict[str, Any] | None = None  # read once between this object's commits
+        # opened and read once between this object's commits (the run holds the table's lock)
+        self._opened: DeltaTable | None = None
+        self._last: dict[str, Any] | None = None
+
+    def _table(self) -> DeltaTable | None:
+        """The staging Delta table (None before its first commit)."""
+        if self._opened is None and is_delta_table(self.location):
+            self._opened = delta_table(self.location)
+        return self._opened
+
+    def _committed(self) -> None:
+        """Forget what was read: the table has a new commit."""
+        self._opened, self._last = None, None
+
+    def _existing(self) -> DeltaTable:
+        """The staging Delta table, which has commits (the caller read its bookkeeping)."""
+        return self._table() or delta_table(self.location)
 
     def _last_commit(self) -> dict[str, Any]:
         if self._last is None:
-            self._last = (bookkeeping_commit(delta_table(self.location))
-                          if is_delta_table(self.location) else {})
+            table = self._table()
+            self._last = {} if table is None else bookkeeping_commit(table)
         return self._last
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:
@@ -189,7 +205,7 @@ class StagingTable:
         names: frozenset[str] = frozenset()
         if with_names:
             names = frozenset(str(commit[FILE_KEY])
-                              for commit in delta_table(self.location).history()
+                              for commit in self._existing().history()
                               if FILE_KEY in commit)
         return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
 
@@ -221,7 +237,7 @@ class StagingTable:
         if not tagged:
             return
         commits = ([self._last_commit()] if all(entry.name == newest for entry in tagged)
-                   else delta_table(self.location).history())
+                   else self._existing().history())
         recorded = {str(commit[FILE_KEY]): commit for commit in reversed(commits)
                     if FILE_KEY in commit and ETAG_KEY in commit}
         for entry in tagged:
@@ -293,14 +309,14 @@ class StagingTable:
     def _commit(self, parts: list[AddAction], plan: SchemaPlan,
                 metadata: dict[str, str]) -> None:
         """One commit adding `parts` (replacing every staged file when a column widened)."""
-        self._last = None
+        table = self._table()
+        self._committed()
         properties = CommitProperties(custom_metadata=metadata)
-        if not is_delta_table(self.location):
+        if table is None:
             create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
                                           commit_properties=properties,
                                           storage_options=storage_options(self.location))
             return
-        table = delta_table(self.location)
         actions: list[AddAction | RemoveAction] = [*parts]
         if plan.widened:
             table.create_write_transaction(actions, "overwrite", plan.schema,
@@ -316,8 +332,9 @@ class StagingTable:
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
-        if is_delta_table(self.location) and list_used_features(delta_table(self.location)):
-            self._last = None
+        table = self._table()
+        if table is not None and list_used_features(table):
+            self._committed()
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
@@ -327,7 +344,7 @@ class StagingTable:
         by pyarrow, and delta-rs commits only once they are all read."""
         import pyarrow.dataset as ds
 
-        table = delta_table(self.location)
+        table = self._existing()
         if isinstance(self.location, ObjectLocation):
             return table.to_pyarrow_dataset()
         return ds.dataset(table.file_uris(), schema=pa.schema(table.schema().to_arrow()),
@@ -336,8 +353,8 @@ class StagingTable:
     def _plan(self, change_file: ChangeFile) -> SchemaPlan:
         """How the file's columns evolve the staged schema (a file without columns, such as an
         empty text file, fits any table)."""
-        staged = (pa.schema(delta_table(self.location).schema().to_arrow())
-                  if is_delta_table(self.location) else None)
+        table = self._table()
+        staged = None if table is None else pa.schema(table.schema().to_arrow())
         if staged is not None and not change_file.data_columns:
             return SchemaPlan(staged, staged)
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
