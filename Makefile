@@ -28,8 +28,9 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/lakemirror demo --dir $(DEMO_DIR)
 
+# The whole suite on two processes (tests/run_suite.py); LAKEMIRROR_TEST_PROCESSES=1 for one.
 test: install
-	$(VENV)/bin/pytest
+	$(PY) tests/run_suite.py
 
 lint: install
 	$(VENV)/bin/sqlfluff lint macros models

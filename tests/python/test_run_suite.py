@@ -1,0 +1,26 @@
+"""`make test`'s split of the suite into processes (tests/run_suite.py)."""
+
+from __future__ import annotations
+
+import json
+
+import run_suite
+
+
+def test_every_module_runs_once_in_shards_of_about_equal_time():
+    seconds = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
+    parts = run_suite.shards(["a", "b", "c", "d", "e", "new"], seconds, 2)
+    assert sorted(name for part in parts for name in part) == ["a", "b", "c", "d", "e", "new"]
+    loads = [sum(seconds.get(name, 52.0) for name in part) for part in parts]
+    # longest first, each to the shorter shard; "new" counts as the mean, 52
+    assert loads == [160.0, 152.0]
+    assert parts == [["a", "c", "e"], ["b", "d", "new"]]  # each in the suite's order
+
+
+def test_the_recorded_seconds_name_only_modules_of_the_suite():
+    recorded = json.loads(run_suite.SECONDS.read_text())
+    modules = run_suite.modules()
+    assert set(recorded) <= set(modules), "remove the deleted modules from suite_seconds.json"
+    assert "tests/python/test_run_suite.py" in modules
+    assert modules.index("tests/python/test_cli.py") < modules.index(
+        "tests/dbt_adapter/test_conformance.py")  # the roots in pyproject's order
