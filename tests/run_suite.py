@@ -3,7 +3,8 @@
 A serial run keeps about one of the machine's two cores busy: much of its time is spent
 waiting for JVMs, dbt and the storage servers. So the modules are split into shards of about
 equal time (`suite_seconds.json`: each module's seconds in a serial run; a module not in it
-counts as the mean), and each shard runs in a pytest process of its own, with its own
+counts as the mean), the modules of a `TOGETHER` group in the same shard, and each shard runs
+in a pytest process of its own, with its own
 LAKEMIRROR_HOME (where a background engine's state lives) and cache folder. The first shard's
 output is shown as it runs; the others' follows it. Then the modules in `ALONE` run by
 themselves. The exit code is the worst of the processes'.
@@ -31,6 +32,15 @@ PROCESSES = "LAKEMIRROR_TEST_PROCESSES"
 # engine (Sail 0.7.2) twice stopped answering while dbt's conformance suite opened its ~150th
 # session (no error, no CPU); alone it never has in any run.
 ALONE = ("tests/dbt_adapter/test_conformance.py",)
+# Modules that share a process: the spark target's JVM (in the test process) starts and warms up
+# once, and so does the test cluster (tests/spark_cluster.py). Two JVMs warming up at once on
+# two cores took twice as long: the spark scenarios' setup 343 s instead of 134.
+TOGETHER = (
+    ("tests/python/test_on_schema_change.py", "tests/python/test_spark_concurrency.py",
+     "tests/python/test_spark_delta.py", "tests/python/test_spark_scenarios.py",
+     "tests/python/test_spark_target.py", "tests/dbt_adapter/test_conformance_spark.py"),
+    ("tests/python/test_connect_target.py", "tests/dbt_adapter/test_conformance_connect.py"),
+)
 STOP_SECONDS = 60  # an interrupted process's time to tear its fixtures down
 
 
@@ -40,16 +50,20 @@ def modules() -> list[str]:
             for path in sorted((ROOT / root).glob("test_*.py"))]
 
 
-def shards(names: list[str], seconds: dict[str, float], count: int) -> list[list[str]]:
+def shards(names: list[str], seconds: dict[str, float], count: int,
+           together: tuple[tuple[str, ...], ...] = TOGETHER) -> list[list[str]]:
     """`names` in `count` shards of about equal time (longest first, each to the shortest
-    shard), each in the order of `names`."""
+    shard; the modules of a `together` group as one), each in the order of `names`."""
     mean = sum(seconds.values()) / len(seconds) if seconds else 1.0
+    grouped = [[name for name in group if name in names] for group in together]
+    units = [unit for unit in grouped if unit] + [
+        [name] for name in names if not any(name in group for group in together)]
     loads = [0.0] * count
     assigned: list[list[str]] = [[] for _ in range(count)]
-    for name in sorted(names, key=lambda name: -seconds.get(name, mean)):
+    for unit in sorted(units, key=lambda unit: -sum(seconds.get(name, mean) for name in unit)):
         shortest = loads.index(min(loads))
-        loads[shortest] += seconds.get(name, mean)
-        assigned[shortest].append(name)
+        loads[shortest] += sum(seconds.get(name, mean) for name in unit)
+        assigned[shortest].extend(unit)
     return [sorted(shard, key=names.index) for shard in assigned if shard]
 
 

@@ -9,7 +9,7 @@ import run_suite
 
 def test_every_module_runs_once_in_shards_of_about_equal_time():
     seconds = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
-    parts = run_suite.shards(["a", "b", "c", "d", "e", "new"], seconds, 2)
+    parts = run_suite.shards(["a", "b", "c", "d", "e", "new"], seconds, 2, together=())
     assert sorted(name for part in parts for name in part) == ["a", "b", "c", "d", "e", "new"]
     loads = [sum(seconds.get(name, 52.0) for name in part) for part in parts]
     # longest first, each to the shorter shard; "new" counts as the mean, 52
@@ -17,10 +17,19 @@ def test_every_module_runs_once_in_shards_of_about_equal_time():
     assert parts == [["a", "c", "e"], ["b", "d", "new"]]  # each in the suite's order
 
 
+def test_the_modules_of_a_group_run_in_one_process():
+    seconds = {"a": 100.0, "b": 60.0, "c": 50.0, "d": 40.0, "e": 10.0}
+    parts = run_suite.shards(["a", "b", "c", "d", "e"], seconds, 2,
+                             together=(("d", "e", "gone"), ("b", "c")))
+    # units: b+c 110, a 100, d+e 50: b+c | a, then d+e to a's shard
+    assert parts == [["b", "c"], ["a", "d", "e"]]
+
+
 def test_the_recorded_seconds_name_only_modules_of_the_suite():
     recorded = json.loads(run_suite.SECONDS.read_text())
     modules = run_suite.modules()
     assert set(recorded) <= set(modules), "remove the deleted modules from suite_seconds.json"
+    assert {name for group in run_suite.TOGETHER for name in group} <= set(modules)
     assert "tests/python/test_run_suite.py" in modules
     assert modules.index("tests/python/test_cli.py") < modules.index(
         "tests/dbt_adapter/test_conformance.py")  # the roots in pyproject's order
