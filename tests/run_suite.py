@@ -74,7 +74,13 @@ def run(arguments: list[str], count: int) -> int:
     parts = shards([name for name in everything if name not in ALONE],
                    json.loads(SECONDS.read_text()), count)
     alone = [name for name in everything if name in ALONE]
-    work = Path(tempfile.mkdtemp(prefix="lakemirror-suite-"))
+    with tempfile.TemporaryDirectory(prefix="lakemirror-suite-",
+                                     ignore_cleanup_errors=True) as folder:
+        return _run_in(Path(folder), arguments, parts, alone)
+
+
+def _run_in(work: Path, arguments: list[str], parts: list[list[str]], alone: list[str]) -> int:
+    """`run` with its processes' homes, caches and logs in `work`."""
     print(f"make test: {len(parts)} pytest processes, whole modules each, then "
           f"{', '.join(alone)} alone (tests/run_suite.py); the output of processes "
           f"2..{len(parts)} follows the first's", flush=True)
