@@ -21,9 +21,8 @@ from lakemirror.errors import LakemirrorError, ZoneBindingError
 from lakemirror.landing.discovery import ALL_TABLES, PROCESSED_FOLDER, discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.landing.zone import ZoneDoor, as_door, open_zone
-from lakemirror.staging.ingest import StagingTable
-from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 
@@ -101,15 +100,17 @@ def write_binding(warehouse: Location, binding: Binding) -> None:
                 f"another folder are refused; {REBIND_FLAG} changes it"}, indent=2))
 
 
-def record_binding(warehouse: Warehouse, zone: ZoneIdentity) -> None:
-    """Record `zone` and the incarnation of every staged table (the caller holds the control
-    lock); a table whose staging log cannot be read keeps its recorded one."""
+def record_binding(opened: StagingTables, zone: ZoneIdentity) -> None:
+    """Record `zone` and the incarnation of every staged table of the run's warehouse (the
+    caller holds the control lock); a table whose staging log cannot be read keeps its
+    recorded one."""
+    warehouse = opened.warehouse
     recorded = recorded_binding(warehouse.root)
     tables = {}
     for schema, table in staged_tables(warehouse):
         name = f"{schema}.{table}"
         try:
-            incarnation = StagingTable(warehouse.staging_path(schema, table)).incarnation()
+            incarnation = opened.of(schema, table).incarnation()
         except Exception:  # a damaged log: its table fails with the reason
             incarnation = recorded.tables.get(name) if recorded else None
         if incarnation is not None:

@@ -40,13 +40,12 @@ class MirrorService:
         settings, log = self.settings, self._log()
         layout = settings.layout
         check_server_storage(settings)
-        with locked_scope(settings, log, tables) as (landing, scope):
-            dropped = retire.drop_retired(settings, log, self.dbt, landing, scope)
-            healed = retire.heal_returned(settings, log, landing, scope)
-            ingested = ingest.ingest(settings, log, _in_scope(landing, scope))
-            ingested = models.generate_models(settings, log, ingested)
-            staged = [r for r in ingested if ingest.is_staged(layout, r.table.schema,
-                                                              r.table.name)]
+        with locked_scope(settings, log, tables) as (landing, scope, opened):
+            dropped = retire.drop_retired(settings, log, self.dbt, landing, scope, opened)
+            healed = retire.heal_returned(settings, log, landing, scope, opened)
+            ingested = ingest.ingest(settings, log, _in_scope(landing, scope), opened)
+            ingested = models.generate_models(settings, log, ingested, opened)
+            staged = [r for r in ingested if opened.is_staged(r.table.schema, r.table.name)]
             previous = read_monitor(layout)
             idle = (not dropped and not healed and built_with(layout) == _state(settings)
                     and nothing_new(ingested, previous, lambda r: ingest.is_mirrored(layout, r)))
@@ -61,17 +60,17 @@ class MirrorService:
                 statuses = as_last_recorded(statuses, previous)
             record.record_run(settings, log, ingested, statuses, scope, applied_now=bool(nodes))
             maintain(settings, log, [f"{s.schema}.{s.table}" for s in statuses if s.status !=
-                                     "failed" and ingest.is_staged(layout, s.schema, s.table)])
+                                     "failed" and opened.is_staged(s.schema, s.table)])
             return with_recorded_folders(dropped, previous) + statuses
 
     def ingest_only(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Ingest and generate models without running dbt (for orchestrators that run dbt)."""
         settings, log = self.settings, self._log()
-        with locked_scope(settings, log, tables) as (landing, scope):
-            dropped = retire.drop_retired(settings, log, self.dbt, landing, scope)
-            retire.heal_returned(settings, log, landing, scope)
-            ingested = ingest.ingest(settings, log, _in_scope(landing, scope))
-            ingested = models.generate_models(settings, log, ingested)
+        with locked_scope(settings, log, tables) as (landing, scope, opened):
+            dropped = retire.drop_retired(settings, log, self.dbt, landing, scope, opened)
+            retire.heal_returned(settings, log, landing, scope, opened)
+            ingested = ingest.ingest(settings, log, _in_scope(landing, scope), opened)
+            ingested = models.generate_models(settings, log, ingested, opened)
             statuses = record.statuses(settings, ingested, [])
             dropped = with_recorded_folders(dropped, read_monitor(settings.layout))
             record.record_run(settings, log, ingested, statuses, scope, applied_now=False)

@@ -5,6 +5,7 @@ import shutil
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from lakemirror.reference import ROW_MARKER
 
@@ -45,6 +46,24 @@ def test_a_run_with_nothing_new_does_not_build_and_reports_every_table(mirrored,
     again = {status.table: status for status in service.run()}
     assert calls == []
     assert again == first
+
+
+def test_an_idle_run_reads_each_staging_log_once(mirrored, monkeypatch):
+    """The retirement check, the ingest, the models and the binding share the table's
+    staging log as the run read it."""
+    zone, service, first = mirrored
+    opened = []
+    real = DeltaTable.__init__
+
+    def counting(self, table_uri, *args, **kwargs):
+        opened.append(str(table_uri))
+        real(self, table_uri, *args, **kwargs)
+    monkeypatch.setattr(DeltaTable, "__init__", counting)
+    for _ in range(2):  # as `run --watch` does: each run reads the log again
+        service.run()
+    layout = service.settings.layout
+    assert opened.count(str(layout.staging_path("dbo", "t"))) == 2
+    assert str(layout.staging_path("dbo", "gap")) not in opened  # nothing staged yet
 
 
 @pytest.mark.parametrize("change", ["new file", "mirrored folder deleted", "project edited"])

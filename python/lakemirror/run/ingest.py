@@ -24,30 +24,27 @@ from lakemirror.staging import (
 )
 from lakemirror.staging.batches_log import create_mirror_batches
 from lakemirror.staging.lock import control_lock, ensure_held
+from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
 
 
-def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable]
-           ) -> list[IngestResult]:
-    """Stage new files of every table, register the staging tables, and create the log of
-    mirror batches before dbt's threads would."""
+def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable],
+           opened: StagingTables) -> list[IngestResult]:
+    """Stage new files of every table (`opened`: the run's staging tables), register the
+    staging tables, and create the log of mirror batches before dbt's threads would."""
     _record_partner(settings, log)
     layout = settings.layout
     control_damage = _control_damage(layout)
     ingested = [failed_ingest(table, control_damage, settings.warehouse) if control_damage
-                else _ingest_table(settings, log, table) for table in tables]
+                else _ingest_table(settings, log, table, opened) for table in tables]
     create_mirror_batches(layout)
     if register_relations(layout, [
             (STAGING_SCHEMA, staging_table_name(r.table.schema, r.table.name),
              str(layout.staging_path(r.table.schema, r.table.name)))
-            for r in ingested if is_staged(layout, r.table.schema, r.table.name)]):
+            for r in ingested if opened.is_staged(r.table.schema, r.table.name)]):
         forget_warm_sessions()  # a deleted mirrored table is then rebuilt, as in a new process
     return ingested
-
-
-def is_staged(layout: Warehouse, schema: str, table: str) -> bool:
-    return is_delta_table(layout.staging_path(schema, table))
 
 
 def is_mirrored(layout: Warehouse, result: IngestResult) -> bool:
@@ -62,7 +59,8 @@ def damaged(layout: Warehouse, ingested: list[IngestResult]) -> dict[str, list[s
             for result in ingested if result.error_type == CorruptTableError.__name__}
 
 
-def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable) -> IngestResult:
+def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable,
+                  opened: StagingTables) -> IngestResult:
     """Stage one table's new files; whatever goes wrong fails this table alone."""
     log.progress(f"ingest {table.qualified_name}")
     layout = settings.layout
@@ -73,7 +71,8 @@ def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable) -> In
         result = ingest_table(table, layout, retention_days=settings.retention_days,
                               on_file=lambda file: log.progress(f"  stage {file.path.name}"),
                               settle=None if settings.warm
-                              else lambda settling: _settle(log, settling))
+                              else lambda settling: _settle(log, settling),
+                              staging=opened.of(table.schema, table.name))
     except Exception as error:  # one table's failure stays its own
         return failed_ingest(table, error, settings.warehouse)
     for warning in result.metadata.warnings:

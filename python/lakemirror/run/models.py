@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from lakemirror.codegen import MirrorModel, write_history_model, write_model
 from lakemirror.errors import CorruptTableError
-from lakemirror.run.ingest import is_staged
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.staging import IngestResult, StagingTable
+from lakemirror.staging import IngestResult
+from lakemirror.staging.opened import StagingTables
 from lakemirror.table_outcome import failed_ingest
 
 
-def generate_models(settings: RunSettings, log: RunLog, ingested: list[IngestResult]
-                    ) -> list[IngestResult]:
-    """Write or update the model of every staged table whose staged files are applied."""
-    return [_generate_model(settings, log, result)
-            if is_staged(settings.layout, result.table.schema, result.table.name)
+def generate_models(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
+                    opened: StagingTables) -> list[IngestResult]:
+    """Write or update the model of every staged table (`opened`: the run's) whose staged
+    files are applied."""
+    return [_generate_model(settings, log, result, opened)
+            if opened.is_staged(result.table.schema, result.table.name)
             and _applies(result) else result for result in ingested]
 
 
@@ -27,13 +28,14 @@ def _applies(result: IngestResult) -> bool:
                                          and result.table.problem is None)
 
 
-def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult) -> IngestResult:
+def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult,
+                    opened: StagingTables) -> IngestResult:
     """Write the table's model from metadata its ingest accepted (a failed table's from
     the metadata its staged files were staged with, never from a changed
     `_metadata.json`); a failure to write it fails this table alone, and a failed table
     keeps its first error."""
     project_dir = settings.project_dir
-    staging = StagingTable(settings.layout.staging_path(result.table.schema, result.table.name))
+    staging = opened.of(result.table.schema, result.table.name)
     try:
         metadata = (result.metadata if result.status != "failed"
                     else staging.accepted_metadata())

@@ -12,7 +12,6 @@ from lakemirror.landing import LandingTable
 from lakemirror.node_result import NodeResult
 from lakemirror.recovery import check_drop_share, heal
 from lakemirror.run.dbt import Dbt
-from lakemirror.run.ingest import is_staged
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
@@ -23,33 +22,34 @@ from lakemirror.staging.lifecycle import (
     find_retirements,
     staged_tables,
 )
+from lakemirror.staging.opened import StagingTables
 from lakemirror.status import TableStatus
 
 
 def heal_returned(settings: RunSettings, log: RunLog, tables: list[LandingTable],
-                  scope: Scope) -> list[str]:
+                  scope: Scope, opened: StagingTables) -> list[str]:
     """Bring back the dropped tables whose folders are back (see `recovery.heal`)."""
-    layout = settings.layout
     restored = heal([table for table in tables if table.qualified_name in scope],
-                    layout, progress=log.progress,
-                    is_staged=lambda table: is_staged(layout, table.schema, table.name))
+                    settings.layout, progress=log.progress,
+                    is_staged=lambda table: opened.is_staged(table.schema, table.name))
     if restored:
         forget_warm_sessions()  # sessions attach the restored tables again
     return [copy.qualified_name for copy in restored]
 
 
 def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[LandingTable],
-                 scope: Scope | None = None) -> list[TableStatus]:
+                 scope: Scope | None = None, opened: StagingTables | None = None
+                 ) -> list[TableStatus]:
     """Drop every table in scope whose landing folder was deleted or recreated: from the
     engine's catalog, then its data moves to the dropped area (kept for the retention
     period), then (for deleted folders) its generated model goes. Returns a `dropped`
     status for each deleted folder; a recreated one is rebuilt by the ingest. `tables`
     are all the zone's tables: a table outside the scope is never dropped, whether its
     folder exists or not. Refuses (MassDropError) to drop more than the allowed share of
-    the tables unless drops are confirmed."""
+    the tables unless drops are confirmed. `opened`: the run's staging tables."""
     layout = settings.layout
     purge_dropped(layout, settings.retention_days)
-    retirements = [retirement for retirement in find_retirements(tables, layout)
+    retirements = [retirement for retirement in find_retirements(tables, layout, opened=opened)
                    if scope is None or retirement.qualified_name in scope]
     if not retirements:
         return []
@@ -78,7 +78,8 @@ def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[Land
         return [TableStatus(retirement.schema, retirement.table, "failed", 0, None, reason,
                             error_class="system") for retirement in notes]  # the
         # recreated ones fail in their ingest, which finds the folder's new incarnation
-    kept = {retirement: drop_table_data(layout, retirement) for retirement in retirements}
+    kept = {retirement: drop_table_data(layout, retirement, opened=opened)
+            for retirement in retirements}
     for copy in kept.values():
         log.progress(f"  kept {copy.qualified_name} in {copy.path}")
     return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None,

@@ -13,15 +13,17 @@ from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope, resolve_scope
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.lock import control_lock, table_locks
+from lakemirror.staging.opened import StagingTables
 
 
 @contextmanager
 def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
-                 ) -> Iterator[tuple[list[LandingTable], Scope]]:
+                 ) -> Iterator[tuple[list[LandingTable], Scope, StagingTables]]:
     """Refuse a run on a zone the warehouse does not mirror (see `binding`); lock the
     run's tables (landing-zone and staged ones, or the selected ones), then yield the
     landing zone's tables as found once the locks are held (a folder that lost its name to
-    a history model failing), and the scope; record the zone's binding after the run."""
+    a history model failing), the scope, and the staging tables the run reads (valid while
+    the locks are held); record the zone's binding after the run, still holding them."""
     known = [table.qualified_name for table in discover_tables(settings.zone)]
     zone = zone_identity(settings.given_zone)
     check_binding(zone, settings.zone, settings.warehouse,
@@ -34,16 +36,18 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
                      progress=log.progress):
+        opened = StagingTables(settings.layout)
         yield without_history_clashes(discover_tables(settings.zone),
-                                      staged_tables(settings.layout)), scope
-    _record_binding(settings, log, zone)
+                                      staged_tables(settings.layout)), scope, opened
+        _record_binding(settings, log, zone, opened)
 
 
-def _record_binding(settings: RunSettings, log: RunLog, zone: ZoneIdentity) -> None:
+def _record_binding(settings: RunSettings, log: RunLog, zone: ZoneIdentity,
+                    opened: StagingTables) -> None:
     try:
         with control_lock(settings.warehouse, timeout=settings.lock_timeout,
                           progress=log.progress):
-            record_binding(settings.layout, zone)
+            record_binding(opened, zone)
     except Exception as error:  # the run's own status is still printed
         log.warn(f"could not record the landing zone of the warehouse: "
                  f"{type(error).__name__}: {error}")

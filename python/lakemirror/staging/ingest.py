@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -88,13 +88,15 @@ class IngestResult:
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
                  on_file: Callable[[SequenceFile], None] = lambda file: None,
-                 settle: Callable[[Settling], None] | None = None) -> IngestResult:
+                 settle: Callable[[Settling], None] | None = None,
+                 staging: StagingTable | None = None) -> IngestResult:
     """Stage every new file of `table` in order. Never raises: a bad file, a table with a
     `problem`, or any other failure (disk full, permissions, a bug) fails only this table.
     `settle` (one-shot runs) waits out the rest of the settle window once when the table's
     next file is only settling, and the files are looked at again; without it the table
-    waits for a later run."""
-    staging = StagingTable(warehouse.staging_path(table.schema, table.name))
+    waits for a later run. `staging` is the run's object of the table's staging table
+    (see `staging.opened`), when it has one."""
+    staging = staging or StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
     detection = Detection([], [])
@@ -183,6 +185,11 @@ class StagingTable:
             self._opened = delta_table(self.location)
         return self._opened
 
+    @property
+    def is_open(self) -> bool:
+        """Whether this object holds the table opened (so it has commits)."""
+        return self._opened is not None
+
     def _committed(self) -> None:
         """Forget what was read: the table has a new commit."""
         self._opened, self._last = None, None
@@ -194,7 +201,9 @@ class StagingTable:
     def _last_commit(self) -> dict[str, Any]:
         if self._last is None:
             table = self._table()
-            self._last = {} if table is None else bookkeeping_commit(table)
+            if table is None:  # not kept: a run may restore the table (see recovery.heal)
+                return {}
+            self._last = bookkeeping_commit(table)
         return self._last
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:

@@ -11,8 +11,9 @@ from lakemirror.landing import LandingTable
 from lakemirror.landing.discovery import ALL_TABLES
 from lakemirror.landing.incarnation import read_mark
 from lakemirror.staging.dropped import DroppedCopy, keep_dropped
-from lakemirror.staging.ingest import StagingTable, listed_mark
+from lakemirror.staging.ingest import listed_mark
 from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.opened import StagingTables
 from lakemirror.staging.registry import register_relations
 
 Reason = Literal["deleted", "recreated"]
@@ -31,27 +32,30 @@ class Retirement:
         return f"{self.schema}.{self.table}"
 
 
-def find_retirements(tables: list[LandingTable], warehouse: Warehouse) -> list[Retirement]:
+def find_retirements(tables: list[LandingTable], warehouse: Warehouse, *,
+                     opened: StagingTables | None = None) -> list[Retirement]:
     """Staged tables whose folder is gone (deleted) or is another incarnation (recreated).
 
     Only a positive signal retires a table: the zone's listing (`tables`) lacks its folder,
     or the folder's mark says it is another incarnation. A table with a problem (or in a
     schema folder that fails as a whole), or whose mark cannot be read, is kept: its ingest
-    fails with the reason, and it goes on once that is fixed."""
+    fails with the reason, and it goes on once that is fixed. `opened`: the run's staging
+    tables."""
+    opened = opened or StagingTables(warehouse)
     present = {(table.schema, table.name): table for table in tables}
     retirements = []
     for schema, name in staged_tables(warehouse):
         table = present.get((schema, name)) or present.get((schema, ALL_TABLES))
         if table is None:
             retirements.append(Retirement(schema, name, "deleted"))
-        elif table.problem is None and _recreated(table, warehouse):
+        elif table.problem is None and _recreated(table, opened):
             retirements.append(Retirement(schema, name, "recreated"))
     return retirements
 
 
-def _recreated(table: LandingTable, warehouse: Warehouse) -> bool:
+def _recreated(table: LandingTable, opened: StagingTables) -> bool:
     try:
-        staging = StagingTable(warehouse.staging_path(table.schema, table.name))
+        staging = opened.of(table.schema, table.name)
         recorded = staging.incarnation()
         return recorded is not None and \
             read_mark(table, listed_mark(staging, table, table.listing)).recreated(recorded)
@@ -66,11 +70,15 @@ def staged_tables(warehouse: Warehouse) -> list[tuple[str, str]]:
             for table in storage.folders(f"{root}/{schema}")]
 
 
-def drop_table_data(warehouse: Warehouse, retirement: Retirement) -> DroppedCopy:
+def drop_table_data(warehouse: Warehouse, retirement: Retirement, *,
+                    opened: StagingTables | None = None) -> DroppedCopy:
     """Move the table's data into the warehouse's dropped area (see `staging.dropped`), where
-    it is kept for the retention period, and forget its relations."""
+    it is kept for the retention period, and forget its relations (and, in `opened`, what
+    the run read of it)."""
+    opened = opened or StagingTables(warehouse)
     schema, name = retirement.schema, retirement.table
-    incarnation = StagingTable(warehouse.staging_path(schema, name)).incarnation()
+    incarnation = opened.of(schema, name).incarnation()
+    opened.forget(schema, name)
     copy = keep_dropped(warehouse, schema, name, incarnation, retirement.reason)
     register_relations(warehouse, [])  # forgets tables whose folders are gone
     return copy
