@@ -25,6 +25,7 @@ from conftest import Zone
 from zone_kinds import KINDS, Published
 from lakemirror.errors import UnsafeEntryError
 from lakemirror.landing import discover_tables
+from lakemirror.landing.discovery import list_ahead
 from lakemirror.landing.incarnation import MARKER, mark_incarnation
 from lakemirror.landing.object_zone import ObjectPath, ObjectZone
 from lakemirror.reference import ROW_MARKER
@@ -147,6 +148,41 @@ def test_an_idle_run_lists_each_table_once_and_reads_changed_control_files(
     assert counts == {"list_with_delimiter": 3, "get": 2}
     assert "keyColumns changed" in (changed["dbo.t"].error or "")
     assert "deleted and created again" in (changed["dbo.u"].error or "")
+
+
+def test_folders_listed_ahead_are_not_listed_again_and_a_failed_listing_is_its_tables(
+        on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run lists its tables' folders several at once; each ingest takes its listing, and
+    a folder whose listing failed then is listed by its own ingest."""
+    for table in ("T", "U", "V"):
+        on_server.zone.table(table, ["id"])
+        write_files(on_server, range(1, 3), table)
+    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
+        "replicating"}
+    write_files(on_server, range(3, 4), "U")
+    tables = discover_tables(on_server.door)
+    entries = type(on_server.door).entries
+    failed = []
+
+    def failing_once(door: Any, folder: Any) -> Any:
+        if folder.name == "U" and not failed:
+            failed.append(folder.name)
+            raise OSError("connection reset")
+        return entries(door, folder)
+
+    monkeypatch.setattr(type(on_server.door), "entries", failing_once)
+    counts = counted_requests(monkeypatch)
+    list_ahead(tables)
+    assert (failed, counts) == (["U"], {"list_with_delimiter": 2})
+    counts.clear()
+    warehouse = Warehouse(tmp_path / "warehouse")
+    by_name = {table.name: table for table in tables}
+    idle = [ingest_table(by_name[name], warehouse) for name in ("t", "v")]
+    assert "list_with_delimiter" not in counts  # they took the listings made ahead
+    assert [(result.status, result.last_sequence) for result in idle] == [("replicating", 2)] * 2
+    retried = ingest_table(by_name["u"], warehouse)
+    assert counts["list_with_delimiter"] >= 1  # U's ingest listed its folder
+    assert (retried.status, retried.staged_files, retried.last_sequence) == ("replicating", 1, 3)
 
 
 def test_files_in_flight_wait_and_upload_names_are_ignored(

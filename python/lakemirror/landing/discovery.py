@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePath
@@ -28,6 +29,7 @@ NAME = re.compile(r"[A-Za-z0-9_]+")  # always fullmatch: `$` would let a trailin
 MAX_NAME_LENGTH = 128  # characters of a schema or table name
 ALL_TABLES = "*"  # the table name of a schema folder that fails as a whole
 _NAME_RULE = f"letters, digits and _ (at most {MAX_NAME_LENGTH} characters)"
+LISTINGS_AT_ONCE = 8  # table folders listed at once on an object store
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class LandingTable:
         request per table on an object store."""
         return self.door.entries(self.folder)
 
+    def keep_listing(self, entries: list[Entry]) -> None:
+        """Keep `entries`, listed for this table elsewhere (see `list_ahead`), as its
+        `listing`."""
+        self.__dict__["listing"] = entries
+
     def take_listing(self) -> list[Entry]:
         """The folder's entries for an ingest: the listing taken before it, once; otherwise
         (a second ingest of this table) a new one."""
@@ -92,6 +99,28 @@ def discover_tables(zone: PurePath | ZoneDoor) -> list[LandingTable]:
         else:
             tables.append(_table(door, DEFAULT_SCHEMA, entry))
     return _without_collisions(tables)
+
+
+def list_ahead(tables: Sequence[LandingTable]) -> None:
+    """List the folders of `tables` several at once where each listing is a round trip to a
+    server (an object store), for their next ingest (see `LandingTable.listing`). A folder
+    whose listing fails is listed again when its table needs it, and fails that table."""
+    pending = [table for table in tables if table.problem is None
+               and table.door.calls_are_requests and "listing" not in table.__dict__]
+    if len(pending) < 2:
+        return
+    with ThreadPoolExecutor(min(LISTINGS_AT_ONCE, len(pending))) as pool:
+        listings = list(pool.map(_listing_or_none, pending))
+    for table, entries in zip(pending, listings):
+        if entries is not None:
+            table.keep_listing(entries)
+
+
+def _listing_or_none(table: LandingTable) -> list[Entry] | None:
+    try:
+        return table.door.entries(table.folder)
+    except Exception:  # the table lists its folder again when it needs it, failing then
+        return None
 
 
 def hidden_entries(zone: PurePath | ZoneDoor) -> list[str]:

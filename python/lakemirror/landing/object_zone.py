@@ -113,6 +113,7 @@ class ObjectZone:
     url: str
     root: ObjectPath = field(init=False)
     lists_history_cheaply: ClassVar[bool] = False
+    calls_are_requests: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prefix", self.prefix.strip("/"))

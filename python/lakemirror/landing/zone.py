@@ -106,6 +106,11 @@ class ZoneDoor(Protocol):
     def lists_history_cheaply(self) -> bool:
         """Whether an idle run may list `_ProcessedFiles/` to purge it."""
 
+    @property
+    def calls_are_requests(self) -> bool:
+        """Whether each call is a request to a server (an object store), whose round trips
+        are worth making several at once."""
+
     def entries(self, folder: PurePath) -> list[Entry]:
         """The folder's entries by name, each classified without following it."""
 
@@ -159,6 +164,7 @@ class LandingZone:
 
     root: Path
     lists_history_cheaply: ClassVar[bool] = True
+    calls_are_requests: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(os.path.abspath(self.root)))

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from lakemirror.binding import ZoneIdentity, check_binding, record_binding, zone_identity
 from lakemirror.codegen import without_history_clashes
 from lakemirror.landing import LandingTable, discover_tables, hidden_entries
+from lakemirror.landing.discovery import list_ahead
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope, resolve_scope
@@ -22,8 +23,9 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     """Refuse a run on a zone the warehouse does not mirror (see `binding`); lock the
     run's tables (landing-zone and staged ones, or the selected ones), then yield the
     landing zone's tables as found once the locks are held (a folder that lost its name to
-    a history model failing), the scope, and the staging tables the run reads (valid while
-    the locks are held); record the zone's binding after the run, still holding them."""
+    a history model failing; on an object store, the folders in scope listed several at
+    once), the scope, and the staging tables the run reads (valid while the locks are
+    held); record the zone's binding after the run, still holding them."""
     known = [table.qualified_name for table in discover_tables(settings.zone)]
     zone = zone_identity(settings.given_zone)
     check_binding(zone, settings.zone, settings.warehouse,
@@ -36,9 +38,11 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
                      progress=log.progress):
+        landing = without_history_clashes(discover_tables(settings.zone),
+                                          staged_tables(settings.layout))
+        list_ahead([table for table in landing if table.qualified_name in scope])
         opened = StagingTables(settings.layout)
-        yield without_history_clashes(discover_tables(settings.zone),
-                                      staged_tables(settings.layout)), scope, opened
+        yield landing, scope, opened
         _record_binding(settings, log, zone, opened)
 
 
