@@ -199,12 +199,9 @@ class StagingTable:
         return self._table() or delta_table(self.location)
 
     def _last_commit(self) -> dict[str, Any]:
-        if self._last is None:
-            table = self._table()
-            if table is None:  # not kept: a run may restore the table (see recovery.heal)
-                return {}
+        if self._last is None and (table := self._table()) is not None:
             self._last = bookkeeping_commit(table)
-        return self._last
+        return self._last or {}  # nothing kept before the table exists: a run may restore it
 
     def staged_files(self, *, with_names: bool) -> StagedFiles:
         """The last staged sequence and file name; all staged names when `with_names`."""
