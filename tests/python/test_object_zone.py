@@ -185,6 +185,19 @@ def test_folders_listed_ahead_are_not_listed_again_and_a_failed_listing_is_its_t
     assert (retried.status, retried.staged_files, retried.last_sequence) == ("replicating", 1, 3)
 
 
+def test_the_retirement_check_of_a_scope_lists_only_its_folders(
+        on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for table in ("T", "U"):
+        on_server.zone.table(table, ["id"])
+        write_files(on_server, range(1, 2), table)
+    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
+        "replicating"}
+    tables = discover_tables(on_server.door)
+    counts = counted_requests(monkeypatch)
+    assert find_retirements(tables, Warehouse(tmp_path / "warehouse"), scope={"dbo.u"}) == []
+    assert counts == {"list_with_delimiter": 1}  # U's folder, for its mark
+
+
 def test_files_in_flight_wait_and_upload_names_are_ignored(
         published: Published, tmp_path: Path) -> None:
     published.zone.table("T", ["id"])

@@ -49,8 +49,7 @@ def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[Land
     the tables unless drops are confirmed. `opened`: the run's staging tables."""
     layout = settings.layout
     purge_dropped(layout, settings.retention_days)
-    retirements = [retirement for retirement in find_retirements(tables, layout, opened=opened)
-                   if scope is None or retirement.qualified_name in scope]
+    retirements = find_retirements(tables, layout, opened=opened, scope=scope)
     if not retirements:
         return []
     if not tables:

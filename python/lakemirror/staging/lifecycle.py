@@ -4,6 +4,7 @@ to the warehouse's dropped area."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,8 +34,10 @@ class Retirement:
 
 
 def find_retirements(tables: list[LandingTable], warehouse: Warehouse, *,
-                     opened: StagingTables | None = None) -> list[Retirement]:
-    """Staged tables whose folder is gone (deleted) or is another incarnation (recreated).
+                     opened: StagingTables | None = None,
+                     scope: Container[str] | None = None) -> list[Retirement]:
+    """Staged tables (of `scope`, 'schema.table' names, when given) whose folder is gone
+    (deleted) or is another incarnation (recreated).
 
     Only a positive signal retires a table: the zone's listing (`tables`) lacks its folder,
     or the folder's mark says it is another incarnation. A table with a problem (or in a
@@ -45,6 +48,8 @@ def find_retirements(tables: list[LandingTable], warehouse: Warehouse, *,
     present = {(table.schema, table.name): table for table in tables}
     retirements = []
     for schema, name in staged_tables(warehouse):
+        if scope is not None and f"{schema}.{name}" not in scope:
+            continue  # its folder is not even listed
         table = present.get((schema, name)) or present.get((schema, ALL_TABLES))
         if table is None:
             retirements.append(Retirement(schema, name, "deleted"))
