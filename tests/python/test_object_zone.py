@@ -111,6 +111,16 @@ def test_moves_all_but_the_newest_and_an_idle_run_lists_no_history(
     assert staged_ids(tmp_path) == [1, 2, 3]
 
 
+def mirror_tables(published: Published, tmp_path: Path, folders: tuple[str, ...],
+                  numbers: range) -> None:
+    """Publish the change files `numbers` in each table folder and stage them all."""
+    for folder in folders:
+        published.zone.table(folder, ["id"])
+        write_files(published, numbers, folder)
+    assert {result.status for result in ingest_all(published, tmp_path).values()} == {
+        "replicating"}
+
+
 def counted_requests(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Count each obstore call the zone's door makes from now on, by name."""
     counts: dict[str, int] = {}
@@ -126,11 +136,7 @@ def counted_requests(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 def test_an_idle_run_lists_each_table_once_and_reads_changed_control_files(
         on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for table in ("T", "U"):
-        on_server.zone.table(table, ["id"])
-        write_files(on_server, range(1, 3), table)
-    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
-        "replicating"}
+    mirror_tables(on_server, tmp_path, ("T", "U"), range(1, 3))
     counts = counted_requests(monkeypatch)
     idle = ingest_all(on_server, tmp_path, retire=True)
     # the zone's top level, then each table once: the retirement check reads the marks the
@@ -154,11 +160,7 @@ def test_folders_listed_ahead_are_not_listed_again_and_a_failed_listing_is_its_t
         on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run lists its tables' folders several at once; each ingest takes its listing, and
     a folder whose listing failed then is listed by its own ingest."""
-    for table in ("T", "U", "V"):
-        on_server.zone.table(table, ["id"])
-        write_files(on_server, range(1, 3), table)
-    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
-        "replicating"}
+    mirror_tables(on_server, tmp_path, ("T", "U", "V"), range(1, 3))
     write_files(on_server, range(3, 4), "U")
     tables = discover_tables(on_server.door)
     entries = type(on_server.door).entries
@@ -187,11 +189,7 @@ def test_folders_listed_ahead_are_not_listed_again_and_a_failed_listing_is_its_t
 
 def test_the_retirement_check_of_a_scope_lists_only_its_folders(
         on_server: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for table in ("T", "U"):
-        on_server.zone.table(table, ["id"])
-        write_files(on_server, range(1, 2), table)
-    assert {result.status for result in ingest_all(on_server, tmp_path).values()} == {
-        "replicating"}
+    mirror_tables(on_server, tmp_path, ("T", "U"), range(1, 2))
     tables = discover_tables(on_server.door)
     counts = counted_requests(monkeypatch)
     assert find_retirements(tables, Warehouse(tmp_path / "warehouse"), scope={"dbo.u"}) == []
