@@ -139,10 +139,41 @@ def test_a_non_conflict_error_is_not_retried():
     assert len(calls) == 1
 
 
-def test_backoff_grows_exponentially_within_its_cap():
-    delays = list(Backoff(attempts=6, base_seconds=1, cap_seconds=4).delays())
-    assert len(delays) == 5
-    assert all(0 <= delay <= bound for delay, bound in zip(delays, [1, 2, 4, 4, 4]))
+class RecordedJitter:
+    """Stands in for `random` in lakemirror.conflicts: records each jitter range asked for and
+    returns the point `share` of the way through it."""
+
+    def __init__(self, share):
+        self.share, self.ranges = share, []
+
+    def uniform(self, low, high):
+        self.ranges.append((low, high))
+        return low + self.share * (high - low)
+
+
+def test_backoff_grows_exponentially_within_its_cap(monkeypatch):
+    import lakemirror.conflicts
+
+    for share, expected in ((1.0, [1, 2, 4, 4, 4]), (0.5, [0.5, 1, 2, 2, 2])):
+        jitter = RecordedJitter(share)
+        monkeypatch.setattr(lakemirror.conflicts, "random", jitter)
+        assert list(Backoff(attempts=6, base_seconds=1, cap_seconds=4).delays()) == expected
+        assert jitter.ranges == [(0, 1), (0, 2), (0, 4), (0, 4), (0, 4)]
+    jitter = RecordedJitter(1.0)
+    monkeypatch.setattr(lakemirror.conflicts, "random", jitter)
+    assert list(Backoff().delays()) == [0.5, 1.0, 2.0]  # the default: 4 attempts, 0.5 s, cap 8
+
+
+def test_backoff_jitter_spreads_over_the_whole_range():
+    import random
+
+    random.seed(40)
+    delays = [list(Backoff(attempts=3, base_seconds=1, cap_seconds=4).delays())
+              for _ in range(2_000)]
+    for retry, bound in enumerate([1, 2]):
+        waits = [attempt[retry] for attempt in delays]
+        assert 0 <= min(waits) < 0.05 * bound and 0.95 * bound < max(waits) <= bound
+        assert 0.45 * bound < sum(waits) / len(waits) < 0.55 * bound  # full jitter: mean bound/2
 
 
 def _fake_dbt(outcomes):
