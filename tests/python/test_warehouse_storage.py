@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 import lakemirror
-from lakemirror.storage.warehouse import LocalWarehouse
+from lakemirror.errors import StorageError
+from lakemirror.storage import parse_location
+from lakemirror.storage.warehouse import LocalWarehouse, warehouse_storage
 
 PACKAGE = Path(lakemirror.__file__).parent
 # What may call file APIs itself, as it touches something other than the warehouse; every
@@ -100,10 +102,57 @@ def test_the_checker_sees_the_calls_it_forbids():
 def test_keys_stay_inside_the_warehouse(tmp_path):
     storage = LocalWarehouse(tmp_path / "warehouse")
     storage.write_text("/_lakemirror//state.json", "{}")
+    storage.write_text("/etc/passwd", "absolute")  # a leading '/' is the warehouse's root
+    storage.write_text("..\\up.json", "backslash")  # a plain name on POSIX, not a separator
     assert (tmp_path / "warehouse/_lakemirror/state.json").read_text() == "{}"
+    assert (tmp_path / "warehouse/etc/passwd").read_text() == "absolute"
+    assert (tmp_path / "warehouse/..\\up.json").read_text() == "backslash"
     assert storage.location("") == str(tmp_path / "warehouse")
-    assert storage.folders("") == ["_lakemirror"] and storage.files("_lakemirror") == [
+    assert storage.folders("") == ["_lakemirror", "etc"] and storage.files("_lakemirror") == [
         "state.json"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["warehouse"]
+
+
+# Keys with a '.' or '..' segment: each would name a file outside the warehouse (or one file
+# by a second key), so every call refuses them before touching anything.
+ESCAPING_KEYS = ["..", "../escaped.json", "_lakemirror/../../escaped.json", "/../escaped.json",
+                 "dbo/./t", "."]
+
+
+def assert_refused(storage, key):
+    for call in (storage.location, storage.exists, storage.is_folder, storage.folders,
+                 storage.files, storage.read_bytes, storage.read_text, storage.remove,
+                 lambda key: storage.write_text(key, "{}"),
+                 lambda key: storage.move("_lakemirror", key),
+                 lambda key: storage.move(key, "_lakemirror/moved")):
+        with pytest.raises(StorageError, match="could reach outside the warehouse"):
+            call(key)
+
+
+@pytest.mark.parametrize("key", ESCAPING_KEYS)
+def test_a_key_reaching_outside_a_local_warehouse_is_refused(tmp_path, key):
+    storage = LocalWarehouse(tmp_path / "warehouse" / "dbo")
+    storage.write_text("_lakemirror/state.json", "{}")
+    assert_refused(storage, key)
+    with pytest.raises(StorageError, match="could reach outside the warehouse"):
+        storage.remove_empty("_lakemirror/empty", key)  # an object store's has nothing to do
+    assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")) == [
+        "warehouse", "warehouse/dbo", "warehouse/dbo/_lakemirror",
+        "warehouse/dbo/_lakemirror/state.json"]
+
+
+@pytest.mark.parametrize("key", ESCAPING_KEYS)
+def test_a_key_reaching_outside_an_object_warehouse_is_refused(object_store_server, key):
+    import obstore
+
+    prefix = object_store_server.fresh_prefix("wh")
+    storage = warehouse_storage(parse_location(object_store_server.url(f"{prefix}/dbo"),
+                                               object_store_server.options))
+    storage.write_text("_lakemirror/state.json", "{}")
+    assert_refused(storage, key)
+    keys = [str(meta["path"]) for chunk in obstore.list(object_store_server.store(prefix))
+            for meta in chunk]
+    assert keys == ["dbo/_lakemirror/state.json"]
 
 
 def test_a_lock_is_held_once_until_released(tmp_path):

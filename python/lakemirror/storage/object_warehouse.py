@@ -22,7 +22,7 @@ from lakemirror.settings import env_number
 from lakemirror.storage.lease import DEFAULT_LEASE_SECONDS, Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
 from lakemirror.storage.secrets import redact
-from lakemirror.storage.warehouse import LOCKS, WarehouseStorage, lock_file_name
+from lakemirror.storage.warehouse import LOCKS, WarehouseStorage, key_segments, lock_file_name
 
 MOVES = "_lakemirror/moves"
 LEASE_SECONDS = "LAKEMIRROR_LEASE_SECONDS"  # how long a lease lasts unrenewed (60 s)
@@ -37,7 +37,7 @@ class ObjectWarehouse(WarehouseStorage):
         self.store: Any = open_store(root)
 
     def location(self, key: str) -> str:
-        return (self.root / key).url
+        return (self.root / _clean(key)).url
 
     def exists(self, key: str) -> bool:
         return self._is_file(key) or self.is_folder(key)
@@ -145,7 +145,7 @@ class ObjectWarehouse(WarehouseStorage):
 
 
 def _clean(key: str) -> str:
-    return "/".join(filter(None, key.split("/")))
+    return "/".join(key_segments(key))
 
 
 def _digest(source: str, destination: str) -> str:

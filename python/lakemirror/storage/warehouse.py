@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Protocol
 
-from lakemirror.errors import ConfigError
+from lakemirror.errors import ConfigError, StorageError
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # `s3:`; one letter would be a drive
@@ -151,7 +151,7 @@ class LocalWarehouse(WarehouseStorage):
         self.root = root
 
     def _path(self, key: str) -> Path:
-        return self.root.joinpath(*filter(None, key.split("/")))
+        return self.root.joinpath(*key_segments(key))
 
     def location(self, key: str) -> str:
         return str(self._path(key))
@@ -230,6 +230,17 @@ class _FileLock:
             fcntl.flock(self.handle, fcntl.LOCK_UN)
         finally:
             self.handle.close()
+
+
+def key_segments(key: str) -> list[str]:
+    """The names along `key`, empty ones dropped (`/a//b` is `a/b`); a StorageError when one is
+    '.' or '..', which would name a file outside the warehouse (or one file by two keys)."""
+    segments = [segment for segment in key.split("/") if segment]
+    if any(segment in (".", "..") for segment in segments):
+        raise StorageError(f"the warehouse key {key!r} holds a '.' or '..' segment, which could "
+                           "reach outside the warehouse; nothing was read or written",
+                           hint="name files below the warehouse by plain '/'-separated names")
+    return segments
 
 
 def lock_file_name(name: str) -> str:
