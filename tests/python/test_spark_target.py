@@ -150,15 +150,28 @@ def every_type_row(key, marker, second=0):
             "attributes": [("k", key)], M: marker}
 
 
-def assert_spark_reads_every_table(warehouse):
-    """Every Delta table of the warehouse lists the features it uses, and Delta on Spark
-    reads it."""
+def spark_reads(warehouse):
+    """Every Delta table of the warehouse, by its folder below the warehouse, as Delta on Spark
+    reads it: its rows sorted, an aware timestamp as its epoch (Spark gives it naive, in the
+    process's time zone). Each must list the features it uses."""
     session = spark_session()
-    tables = sorted(path.parent for path in warehouse.glob("**/_delta_log"))
-    assert len(tables) >= 5, tables  # staging, mirrored, relations, mirror_batches, monitor
-    for table in tables:
-        assert unlisted_features(DeltaTable(str(table))) == [], table
-        assert session.read.format("delta").load(str(table)).count() >= 0
+    tables = {}
+    for log in sorted(warehouse.glob("**/_delta_log")):
+        assert unlisted_features(DeltaTable(str(log.parent))) == [], log.parent
+        rows = [row.asDict(recursive=True)
+                for row in session.read.format("delta").load(str(log.parent)).collect()]
+        tables[log.parent.relative_to(warehouse).as_posix()] = sorted(
+            ({**row, "aware": row["aware"].timestamp()} if "aware" in row else row
+             for row in rows), key=repr)
+    return tables
+
+
+def epoch(second):
+    return datetime.datetime(2024, 5, 1, 10, 0, second, tzinfo=datetime.timezone.utc).timestamp()
+
+
+def picked(rows, *names):
+    return [tuple(row[name] for name in names) for row in rows]
 
 
 @pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
@@ -181,27 +194,44 @@ def test_staging_of_every_column_type_is_readable_by_delta_on_spark(zone, servic
     zone.write("T", 2, files[1], EVERY_TYPE)
     [status] = service.run()
     assert status.status == "replicating", status.error
-    assert_spark_reads_every_table(service.settings.warehouse)
-    mirrored = spark_session().read.format("delta").load(
-        str(service.settings.warehouse / "dbo" / "t"))
+    tables = spark_reads(service.settings.warehouse)
+    assert list(tables) == ["_lakemirror/control/mirror_batches", "_lakemirror/control/relations",
+                            "_lakemirror/control/table_monitor", "_lakemirror/staging/dbo/t",
+                            "dbo/t"]
+    # Staging keeps every change: file 1's two inserts, then file 2's update of 1 (second 9),
+    # delete of 2 and upsert of 3, each at its position (file · 10¹⁰ + row).
+    assert sorted(picked(tables["_lakemirror/staging/dbo/t"], "_lm_position", "id", M,
+                         "naive", "aware")) == [
+        (10_000_000_000, 1, 0, datetime.datetime(2024, 5, 1, 12, 30, 0), epoch(0)),
+        (10_000_000_001, 2, 0, datetime.datetime(2024, 5, 1, 12, 30, 0), epoch(0)),
+        (20_000_000_000, 1, 1, datetime.datetime(2024, 5, 1, 12, 30, 9), epoch(9)),
+        (20_000_000_001, 2, 2, datetime.datetime(2024, 5, 1, 12, 30, 0), epoch(0)),
+        (20_000_000_002, 3, 4, datetime.datetime(2024, 5, 1, 12, 30, 0), epoch(0))]
+    # The mirror: 1 as updated, 2 deleted, 3 upserted; every type's value as written.
+    assert tables["dbo/t"] == [
+        {"id": 1, "naive": datetime.datetime(2024, 5, 1, 12, 30, 9), "aware": epoch(9),
+         "day": datetime.date(2024, 5, 1), "amount": decimal.Decimal("1.125"),
+         "raw": b"\x01\x00\xff", "flag": False, "ratio": 0.5, "tags": ["a", None],
+         "point": {"x": 1, "y": None}, "attributes": {"k": 1}, "_lm_position": 20_000_000_000},
+        {"id": 3, "naive": datetime.datetime(2024, 5, 1, 12, 30, 0), "aware": epoch(0),
+         "day": datetime.date(2024, 5, 3), "amount": decimal.Decimal("3.125"),
+         "raw": b"\x03\x00\xff", "flag": False, "ratio": 0.5, "tags": ["a", None],
+         "point": {"x": 3, "y": None}, "attributes": {"k": 3}, "_lm_position": 20_000_000_002}]
+    mirrored = spark_session().read.format("delta").load(str(service.settings.warehouse / "dbo/t"))
     assert mirrored.schema["naive"].dataType.simpleString() == "timestamp_ntz"
-    actual = [row.asDict(recursive=True) for row in mirrored.drop("_lm_position").collect()]
-    assert as_multiset(map(comparable, actual)) == as_multiset(
-        map(comparable, data_rows(apply_changes(files, ["id"]))))
-
-
-def comparable(row):
-    """A row as Spark and pyarrow both give it: maps as sorted pairs, lists as tuples, an
-    aware timestamp as its epoch (Spark gives it naive, in the session's time zone)."""
-    def plain(value):
-        if isinstance(value, dict):
-            return tuple(sorted((key, plain(item)) for key, item in value.items()))
-        if isinstance(value, list):
-            return tuple(plain(item) for item in value)
-        return bytes(value) if isinstance(value, bytearray) else value
-    return {**{key: plain(value) for key, value in row.items()},
-            "attributes": tuple(sorted(dict(row["attributes"]).items())),
-            "aware": row["aware"].timestamp()}
+    [monitor] = tables["_lakemirror/control/table_monitor"]
+    assert {name: monitor[name] for name in (
+        "schema", "table", "status", "last_sequence_staged", "last_sequence_applied", "rows",
+        "files_pending", "processed_rows", "error")} == {
+        "schema": "dbo", "table": "t", "status": "replicating", "last_sequence_staged": 2,
+        "last_sequence_applied": 2, "rows": 2, "files_pending": 0, "processed_rows": 5,
+        "error": None}
+    assert picked(tables["_lakemirror/control/relations"], "schema_name", "table_name",
+                  "format") == [("_lakemirror_staging", "dbo__t", "delta"),
+                                ("dbo", "t", "delta")]
+    assert sorted(picked(tables["_lakemirror/control/mirror_batches"], "relation_name", "kind",
+                         "batch_end")) == [("dbo.t", "applied", 20_000_000_002),
+                                           ("dbo.t", "claimed", 20_000_000_002)]
 
 
 def test_unlisted_features_are_added_keeping_the_commit_bookkeeping(tmp_path):
