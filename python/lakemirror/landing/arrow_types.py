@@ -85,35 +85,38 @@ def delta_type(arrow_type: pa.DataType) -> pa.DataType:
         return _decimal_type(arrow_type)
     if pa.types.is_timestamp(arrow_type):
         return pa.timestamp("us", tz=None if arrow_type.tz is None else "UTC")
-    if pa.types.is_time(arrow_type):
+    if pa.types.is_time(arrow_type) or _is_string(arrow_type):
         return pa.string()
     if pa.types.is_duration(arrow_type):
         return pa.int64()
     if pa.types.is_date(arrow_type):
         return pa.date32()
-    if _is_string(arrow_type):
-        return pa.string()
     if _is_binary(arrow_type):
         return pa.binary()
-    if _is_list(arrow_type):
-        value = arrow_type.value_field
-        return pa.list_(value.with_type(delta_type(value.type)))
-    if pa.types.is_map(arrow_type):
-        key, item = arrow_type.key_field, arrow_type.item_field
-        staged = pa.map_(key.with_type(delta_type(key.type)),
-                         item.with_type(delta_type(item.type)), keys_sorted=arrow_type.keys_sorted)
-        if _holds_naive_timestamp(staged):
-            raise _Unstageable(
-                "a timestamp without time zone inside a map cannot be staged (delta-rs 1.6 "
-                "does not give the table the timestampNtz feature it needs)",
-                "publish the timestamps inside the map with a time zone (UTC), or outside a map")
-        return staged
-    if pa.types.is_struct(arrow_type):
-        return pa.struct([field.with_type(delta_type(field.type)) for field in arrow_type])
+    if _is_list(arrow_type) or pa.types.is_map(arrow_type) or pa.types.is_struct(arrow_type):
+        return _nested_delta_type(arrow_type)
     if (pa.types.is_null(arrow_type) or pa.types.is_boolean(arrow_type)
             or pa.types.is_signed_integer(arrow_type) or pa.types.is_floating(arrow_type)):
         return arrow_type
     raise _Unstageable(f"{arrow_type} has no Delta type")
+
+
+def _nested_delta_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type staging stores for a list, map or struct: its members' staged types."""
+    if _is_list(arrow_type):
+        value = arrow_type.value_field
+        return pa.list_(value.with_type(delta_type(value.type)))
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([field.with_type(delta_type(field.type)) for field in arrow_type])
+    key, item = arrow_type.key_field, arrow_type.item_field
+    staged = pa.map_(key.with_type(delta_type(key.type)),
+                     item.with_type(delta_type(item.type)), keys_sorted=arrow_type.keys_sorted)
+    if _holds_naive_timestamp(staged):
+        raise _Unstageable(
+            "a timestamp without time zone inside a map cannot be staged (delta-rs 1.6 "
+            "does not give the table the timestampNtz feature it needs)",
+            "publish the timestamps inside the map with a time zone (UTC), or outside a map")
+    return staged
 
 
 def _holds_naive_timestamp(arrow_type: pa.DataType) -> bool:
