@@ -167,17 +167,20 @@ def spark_reads(warehouse):
 
 
 def epoch(second):
+    """The epoch of `every_type_row`'s aware timestamp at `second`."""
     return datetime.datetime(2024, 5, 1, 10, 0, second, tzinfo=datetime.timezone.utc).timestamp()
 
 
 def picked(rows, *names):
+    """The values of the columns `names` of each row, as tuples."""
     return [tuple(row[name] for name in names) for row in rows]
 
 
 @pytest.mark.parametrize("target", [pytest.param("spark", marks=spark_only)])
 def test_staging_of_every_column_type_is_readable_by_delta_on_spark(zone, service, monkeypatch):
     """Naive timestamps give staging a table-features protocol, and its NOT NULL columns need
-    `invariants` listed there; tables staged before lakemirror listed it are repaired."""
+    `invariants` listed there; tables staged before lakemirror listed it are repaired. Delta on
+    Spark then reads every table back with the values written."""
     zone.table("T", ["id"])
     files = [[every_type_row(1, 0), every_type_row(2, 0)],
              [every_type_row(1, 1, second=9), every_type_row(2, 2), every_type_row(3, 4)]]
