@@ -51,20 +51,17 @@ def test_every_contender_is_verified_and_compared_with_the_best_deltars(report):
         assert contenders[name]["verified"] is True, contenders[name]["message"]
         assert positive(contenders[name]["seconds"]) and positive(contenders[name]["peak_rss_mb"])
         assert contenders[name]["rows_per_second"] == pytest.approx(
-            report["change_rows"] / contenders[name]["seconds"])
+            8_000 / contenders[name]["seconds"])
     if spark_unavailable() is None:  # Delta's jars are here: Spark runs and is verified
         assert contenders["spark"]["verified"] is True, contenders["spark"]["message"]
     else:
         assert contenders["spark"]["verified"] is None
         assert contenders["spark"]["message"].startswith("skipped: ")
     assert report["change_rows"] == 5_000 + 3 * 1_000
-    best = min(DELTARS, key=lambda name: contenders[name]["seconds"])
-    assert report["best_deltars"] == best
-    for name in MEASURED[:2]:
-        assert report["ratios"][f"{name}/best delta-rs"] == pytest.approx(
-            contenders[name]["seconds"] / contenders[best]["seconds"])
-        assert report["ratios"][f"{name}/floor"] == pytest.approx(
-            contenders[name]["seconds"] / contenders["floor"]["seconds"])
+    assert report["best_deltars"] in DELTARS  # which one, and the ratios: on a hand-made result
+    assert list(report["ratios"]) == ["lakemirror/best delta-rs", "lakemirror/floor",
+                                      "lakemirror-warm/best delta-rs", "lakemirror-warm/floor"]
+    assert all(positive(ratio) for ratio in report["ratios"].values()), report["ratios"]
 
 
 @pytest.mark.slow
@@ -107,8 +104,7 @@ def test_freshness_and_memory_for_parquet_and_csv(report):
         assert memory["file_format"] == file_format
         assert memory["rows"] > 0 and positive(memory["file_gb"])
         assert memory["peak_rss_mb"] > memory["idle_rss_mb"] > 0
-        assert memory["above_idle_mb"] == pytest.approx(
-            memory["peak_rss_mb"] - memory["idle_rss_mb"])
+        assert positive(memory["above_idle_mb"])
 
 
 @pytest.mark.slow
@@ -120,8 +116,7 @@ def test_wide_tables_are_timed_verified_and_compared(report):
     for table in tables.values():
         assert table["status"] == "replicating" and table["verified"], table["message"]
         assert positive(table["seconds"])
-    assert wide["ratios"] == {"40/10": pytest.approx(tables[40]["seconds"]
-                                                      / tables[10]["seconds"])}
+    assert list(wide["ratios"]) == ["40/10"] and positive(wide["ratios"]["40/10"])
 
 
 @pytest.mark.slow
@@ -144,9 +139,62 @@ def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, n
     for table in ("staging", "mirrored"):
         assert storage[table]["on_disk"] >= storage[table]["current"] > 0
         assert storage[table]["rows"] >= storage["live_rows"]
-        for kind in ("on disk", "current"):
-            assert storage["ratios"][f"{table} {kind}/live"] == pytest.approx(
-                storage[table][kind.replace(" ", "_")] / storage["live_bytes"])
+    assert list(storage["ratios"]) == ["staging on disk/live", "staging current/live",
+                                       "mirrored on disk/live", "mirrored current/live"]
+    assert all(positive(ratio) for ratio in storage["ratios"].values()), storage["ratios"]
+
+
+def test_the_report_compares_with_the_faster_verified_deltars_and_the_floor():
+    """A hand-made run: the faster verified delta-rs contender is the best; one that failed
+    verification is never compared."""
+    from lakemirror.bench.report import bench_json
+    from lakemirror.bench.runner import BenchResult, ContenderResult
+    from lakemirror.bench.spec import BenchSpec
+
+    contenders = (ContenderResult("lakemirror", 4.0, verified=True),
+                  ContenderResult("lakemirror-warm", 2.0, verified=True),
+                  ContenderResult("delta-rs", 3.2, verified=True),
+                  ContenderResult("delta-rs-batched", 1.6, verified=True),
+                  ContenderResult("floor", 0.8, verified=True),
+                  ContenderResult("spark", message="skipped: no jars"))
+    report = json.loads(bench_json(BenchResult(BenchSpec.smoke(), 8_000, contenders), {}))
+    assert report["best_deltars"] == "delta-rs-batched"
+    assert report["ratios"] == {"lakemirror/best delta-rs": pytest.approx(2.5),
+                                "lakemirror/floor": pytest.approx(5.0),
+                                "lakemirror-warm/best delta-rs": pytest.approx(1.25),
+                                "lakemirror-warm/floor": pytest.approx(2.5)}
+    unverified = BenchResult(BenchSpec.smoke(), 8_000, (
+        *contenders[:3], ContenderResult("delta-rs-batched", 1.6, verified=False),
+        ContenderResult("floor", 0.8, verified=False)))
+    report = json.loads(bench_json(unverified, {}))
+    assert report["best_deltars"] == "delta-rs"
+    assert report["ratios"] == {"lakemirror/best delta-rs": pytest.approx(1.25),
+                                "lakemirror/floor": None,
+                                "lakemirror-warm/best delta-rs": pytest.approx(0.625),
+                                "lakemirror-warm/floor": None}
+
+
+def test_the_figures_ratios_on_hand_made_measurements():
+    from lakemirror.bench.memory import IngestMemory
+    from lakemirror.bench.object_warehouse import ObjectWarehouse
+    from lakemirror.bench.storage import Storage, TableBytes
+    from lakemirror.bench.wide import WideTable, WideTables, as_dict
+
+    assert IngestMemory(1.0, 10, idle_rss_mb=150.0, peak_rss_mb=400.0).above_idle_mb == 250.0
+    assert ObjectWarehouse(1, 3, disk_seconds=1.5, s3_seconds=6.0, requests={}, verified=True,
+                           message="").ratio == 4.0
+    wide = WideTables(1_000, 100, (WideTable(10, 2.0, "replicating", True, ""),
+                                   WideTable(40, 5.0, "replicating", True, ""),
+                                   WideTable(100, 9.0, "failed", False, "")))
+    assert as_dict(wide)["ratios"] == {"40/10": 2.5, "100/10": None}
+    storage = Storage(files=3, table_rows=10, changes_per_file=5, live_bytes=1_000, live_rows=10,
+                      staging_before=TableBytes(9_000, 8_000, 40),
+                      staging=TableBytes(3_000, 2_500, 12),
+                      mirrored_before=TableBytes(6_000, 1_500, 10),
+                      mirrored=TableBytes(4_000, 1_200, 10), maintenance={},
+                      rebuild_verified=True, rebuild_message="")
+    assert storage.ratios() == {"staging on disk/live": 3.0, "staging current/live": 2.5,
+                                "mirrored on disk/live": 4.0, "mirrored current/live": 1.2}
 
 
 def test_each_figure_can_be_turned_off(tmp_path):
@@ -163,7 +211,7 @@ def test_each_figure_can_be_turned_off(tmp_path):
 def test_the_warehouse_on_s3_is_timed_against_disk_with_its_requests(report):
     measured = figure(report, "object_warehouse")
     assert positive(measured["disk_seconds"]) and positive(measured["s3_seconds"])
-    assert measured["ratio"] == pytest.approx(measured["s3_seconds"] / measured["disk_seconds"])
+    assert positive(measured["ratio"])
     assert positive(measured["requests"]["PUT"]) and positive(measured["requests"]["GET"])
     assert measured["verified"], measured["message"]
 
