@@ -12,7 +12,8 @@ from pathlib import PurePath
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
 from lakemirror.landing.readiness import settle_seconds
-from lakemirror.landing.zone import ZoneDoor, as_door
+from lakemirror.landing.zone import as_door
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 

@@ -28,7 +28,7 @@ from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
-from lakemirror.landing.zone import ZoneFile
+from lakemirror.landing.zone_door import ZoneFile
 from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
 
 POSITION = "_lm_position"

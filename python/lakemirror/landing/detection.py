@@ -21,7 +21,7 @@ from lakemirror.landing.discovery import LandingTable, sequence_file_name
 from lakemirror.landing.incarnation import MARKER
 from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
 from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
-from lakemirror.landing.zone import Entry, unsafe_entry
+from lakemirror.landing.zone_door import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
 PARTITION_FOLDER = re.compile(r"[^=]+=.*", re.S)  # Hive style: Year=2024

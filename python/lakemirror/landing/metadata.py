@@ -18,7 +18,7 @@ from lakemirror.errors import MetadataError
 from lakemirror.landing.control_copy import ControlCopy
 from lakemirror.landing.delimited import DATA_TYPES, ColumnDefinition, DelimitedFormat
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import Entry, parse_json
+from lakemirror.landing.zone_door import Entry, parse_json
 from lakemirror.reference import INSERT, UPSERT
 
 METADATA_FILE = "_metadata.json"

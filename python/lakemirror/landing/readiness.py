@@ -16,7 +16,7 @@ import os
 import time
 
 from lakemirror.errors import LakemirrorError
-from lakemirror.landing.zone import Entry, ZoneDoor
+from lakemirror.landing.zone_door import Entry, ZoneDoor
 from lakemirror.settings import env_number
 
 SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"

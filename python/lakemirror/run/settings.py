@@ -19,7 +19,8 @@ from lakemirror.codegen import (
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.errors import ConfigError
-from lakemirror.landing.zone import ZoneDoor, open_zone
+from lakemirror.landing.zone import open_zone
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
 from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT

@@ -45,7 +45,7 @@ from lakemirror.landing import (
     read_metadata,
 )
 from lakemirror.landing.detection import Settling
-from lakemirror.landing.zone import Entry
+from lakemirror.landing.zone_door import Entry
 from lakemirror.landing.control_copy import ControlCopy, kept_copies, read_listed
 from lakemirror.landing.incarnation import MARKER, create_mark, read_mark
 from lakemirror.landing.metadata import METADATA_FILE

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from lakemirror.errors import ConfigError
 from lakemirror.landing.delimited.errors import MAX_TEXT_BYTES, FileErrors
-from lakemirror.landing.zone import ZoneDoor, ZoneFile, chunks
+from lakemirror.landing.zone_door import ZoneDoor, ZoneFile, chunks
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
 DEFAULT_MAX_TEXT_BYTES = 2 << 30

@@ -13,7 +13,8 @@ from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat, schema
 from lakemirror.landing.delimited.header import check_format, declared_columns
 from lakemirror.landing.delimited.splitter import Splitter
-from lakemirror.landing.zone import LandingZone, ZoneDoor
+from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone_door import ZoneDoor
 
 
 @dataclass(frozen=True)
