@@ -13,7 +13,8 @@ from contextlib import ExitStack, contextmanager
 
 from lakemirror.errors import LockLostError, LockTimeoutError
 from lakemirror.storage.location import Location
-from lakemirror.storage.warehouse import HeldLock, WarehouseStorage, warehouse_storage
+from lakemirror.storage.warehouse import warehouse_storage
+from lakemirror.storage.warehouse_door import HeldLock, WarehouseStorage
 
 DEFAULT_LOCK_TIMEOUT = 600.0
 CONTROL_LOCK = "_control"  # table names never start with "_"

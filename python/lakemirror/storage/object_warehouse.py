@@ -22,7 +22,7 @@ from lakemirror.settings import env_number
 from lakemirror.storage.lease import DEFAULT_LEASE_SECONDS, Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
 from lakemirror.storage.secrets import redact
-from lakemirror.storage.warehouse import LOCKS, WarehouseStorage, lock_file_name
+from lakemirror.storage.warehouse_door import LOCKS, WarehouseStorage, lock_file_name
 
 MOVES = "_lakemirror/moves"
 LEASE_SECONDS = "LAKEMIRROR_LEASE_SECONDS"  # how long a lease lasts unrenewed (60 s)
