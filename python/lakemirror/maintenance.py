@@ -24,6 +24,7 @@ from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.monitor import applied_positions
+from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.settings import env_number
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
@@ -55,7 +56,7 @@ def maintain(warehouse: Location, tables: Sequence[str] = (), *,
              progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
     """Maintain the named staged tables ('schema.table'), or all of them."""
     layout = Warehouse(warehouse)
-    names = [f"{schema}.{table}" for schema, table in staged_tables(layout)]
+    names = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
     names = [name for name in names if not tables or name in tables]
     with table_locks(warehouse, names, timeout=lock_timeout, progress=progress):
         return maintain_tables(layout, names, progress=progress)
@@ -78,7 +79,7 @@ def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
     """The position up to which every relation fed by the table's staging has applied its
     changes: the mirrored table's watermark, or, while its history table exists, the lower of
     the two, so compaction never folds changes the history has not read yet."""
-    schema, table = name.split(".", 1)
+    schema, table = split_qualified_name(name)
     watermark = applied.get(name, 0)
     if not is_delta_table(layout.mirrored_path(schema, table + HISTORY_SUFFIX)):
         return watermark
@@ -108,7 +109,7 @@ def maintenance_hours() -> float | None:
 
 
 def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMaintenance:
-    schema, table = name.split(".", 1)
+    schema, table = split_qualified_name(name)
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
     folded = Compaction(0, 0)

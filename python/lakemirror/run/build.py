@@ -7,12 +7,12 @@ import time
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.conflicts import classify_conflict
 from lakemirror.errors import EngineCrashError
+from lakemirror.naming import split_qualified_name, staging_table_name
 from lakemirror.node_result import NodeResult
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
-from lakemirror.staging import staging_table_name
 from lakemirror.staging.lock import ensure_held
 from lakemirror.table_outcome import rebuild_after_crash
 
@@ -48,7 +48,7 @@ def _selection(settings: RunSettings, scope: Scope,
     folder = settings.project_dir / MIRROR_FOLDER
     models = {path.stem for path in [*folder.glob("*/*.sql"), *folder.glob("*/history/*.sql")]}
     skip = skip | {name + HISTORY_SUFFIX for name in skip}
-    ours = {staging_table_name(*name.split(".", 1)) for name in scope.names}
+    ours = {staging_table_name(*split_qualified_name(name)) for name in scope.names}
     ours = (ours | {name + HISTORY_SUFFIX for name in ours}) - skip
     if scope.explicit:
         return ["--select", *sorted(models & ours)]
