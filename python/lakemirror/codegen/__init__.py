@@ -8,14 +8,8 @@ from lakemirror.codegen.history import (
     without_history_clashes,
     write_history_model,
 )
-from lakemirror.codegen.models import (
-    MIRROR_FOLDER,
-    MirrorModel,
-    ModelConflictError,
-    Outcome,
-    retire_model,
-    write_model,
-)
+from lakemirror.codegen.generated import MIRROR_FOLDER, Outcome
+from lakemirror.codegen.models import MirrorModel, ModelConflictError, retire_model, write_model
 from lakemirror.codegen.warehouses import (
     WarehouseName,
     check_schema_suffix,
