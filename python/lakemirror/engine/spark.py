@@ -21,7 +21,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-DELTA_JARS = "LAKEMIRROR_DELTA_JARS"
+from lakemirror.storage.hadoop import DELTA_JARS
+
 DELTA_PACKAGES = "LAKEMIRROR_DELTA_PACKAGES"
 SESSION_MARK = "spark.lakemirror.warehouse"
 

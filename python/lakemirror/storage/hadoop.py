@@ -19,6 +19,7 @@ from lakemirror.errors import ConfigError
 from lakemirror.storage.location import ObjectLocation
 
 DOCS = "docs/pages/object-storage.md, 'The spark and connect targets'"
+DELTA_JARS = "LAKEMIRROR_DELTA_JARS"  # the folder of Delta's jars, and of the connectors'
 # The jars each kind of store needs besides Spark's hadoop-client, as file-name patterns.
 CONNECTOR_JARS = {"s3": ("hadoop-aws-*.jar", "bundle-*.jar"),
                   "azure": ("hadoop-azure-*.jar",),
@@ -204,8 +205,6 @@ def refuse_unreachable_warehouse(location: ObjectLocation, target: str) -> None:
     reach a warehouse in object storage: an Azure URL without its account, `spark` without the
     connector's jars, `thrift` and `databricks` always (lakemirror cannot check their
     servers). A `connect` server is asked by the run itself (`run.server_storage`)."""
-    from lakemirror.engine.spark import DELTA_JARS
-
     spark_url(location)
     if target == "connect":
         return
