@@ -20,12 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from lakemirror.codegen.generated import (
-    MIRROR_FOLDER,
-    Outcome,
-    folder_lock,
-    is_edited,
-    model_paths,
-    write_generated,
+    Outcome, folder_lock, is_edited, model_paths, write_generated,
 )
 from lakemirror.codegen.quoting import dbt_yaml_text, jinja_string, yaml_string
 from lakemirror.codegen.warehouses import (
