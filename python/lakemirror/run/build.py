@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.conflicts import classify_conflict
@@ -18,17 +19,18 @@ from lakemirror.table_outcome import rebuild_after_crash
 
 
 def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = None, *,
-          damaged: dict[str, list[str]] | None = None) -> list[NodeResult]:
+          damaged: dict[str, list[str]] | None = None,
+          run_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
     """`dbt build` on the configured target, limited to the scope's mirror models when
     tables were selected, and never building another run's tables nor the `damaged` ones
     (model → locations, which are not attached either); models that lost a commit conflict
     are built again with backoff, and those an engine crash interrupted once more on a
-    fresh engine."""
+    fresh engine. `run_vars` go to dbt besides (see `invoke_dbt`)."""
     damaged = damaged or {}
     selection = _selection(settings, scope, frozenset(damaged)) if scope is not None else []
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
-    extra_vars = unattached if damaged else {}
+    extra_vars = {**(run_vars or {}), **(unattached if damaged else {})}
     ensure_held(settings.warehouse)
     log.progress(f"dbt build {' '.join(selection)}".rstrip())
     try:

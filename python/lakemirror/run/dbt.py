@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from lakemirror.build import dbt_invoke
-from lakemirror.delta.known_states import remembered, states_env
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -40,15 +39,15 @@ class Dbt(Protocol):
 
 def invoke_dbt(settings: RunSettings, command: str, *args: str,
                extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
-    """Run a dbt command on the configured target (with `extra_vars` besides the settings'
-    own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
+    """Run a dbt command on the configured target (with `extra_vars`, which only the nodes'
+    execution reads, besides the settings' own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
     the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
     the Connect server stopped answering (a cluster lakemirror cannot restart)."""
     warehouse = settings.warehouse
     env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target in ("spark", "connect")
            and isinstance(warehouse, ObjectLocation) else str(warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
-    dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
+    run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.target == "embedded":
         address, engine = embedded_engine(engine_environment(settings.warehouse))
@@ -58,9 +57,9 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     elif settings.target == "connect" and (remote := connect_server()) is not None:
         engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
     else:
-        return _dbt_invoke(settings, command, args, env, dbt_vars)
+        return _dbt_invoke(settings, command, args, env, run_vars)
     with watchdog(engine, timeout) as watch:
-        nodes = _dbt_invoke(settings, command, args, env, dbt_vars)
+        nodes = _dbt_invoke(settings, command, args, env, run_vars)
     if isinstance(engine, RemoteServer):
         nodes = explain_storage_errors(settings, nodes)
     if watch.reason is None:
@@ -79,14 +78,12 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
 
 
 def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
-                env: dict[str, str], dbt_vars: Mapping[str, object]) -> list[NodeResult]:
+                env: dict[str, str], run_vars: Mapping[str, object]) -> list[NodeResult]:
     return dbt_invoke(command, settings.project_dir,
                       profiles_dir=profiles_dir(settings.project_dir), target=settings.target,
-                      env=env, dbt_vars=dbt_vars,
+                      env=env, dbt_vars=settings.dbt_vars, run_vars=run_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
-                      warm=settings.warm,
-                      run_env=states_env(remembered(settings.warehouse)
-                                         if command == "build" else ()))
+                      warm=settings.warm)
 
 
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
