@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timezone
@@ -19,6 +20,9 @@ from lakemirror.parsed_projects import parsed_manifest
 from lakemirror.storage.hadoop import server_storage_problem
 
 
+# dbt keeps its flags, adapters and invocation context process-wide: two runs' threads take
+# turns at it (and at the environment it reads).
+_one_invocation_at_a_time = threading.RLock()
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
 # run_results.json (about 0.3 s each time, more on a busy machine), which it never reads.
 WARM_ARGS = {True: ("--no-write-json",), False: ()}
@@ -40,8 +44,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     parse_vars = ["--vars", json.dumps(dict(dbt_vars or {}))]
     run_with = ["--vars", json.dumps({**(dbt_vars or {}), **(run_vars or {})})]
     operation_errors: list[str] = []
-    _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment({**_plain_log_into_files(), **env}):
+    with _one_invocation_at_a_time, _environment({**_plain_log_into_files(), **env}):
+        _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
         try:
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
                                         project_dir, (*project, *parse_vars,

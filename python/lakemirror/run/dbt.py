@@ -4,6 +4,7 @@ server for `connect`."""
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -87,6 +88,7 @@ def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
 
 
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
+_starting = threading.Lock()
 
 
 def embedded_engine(environment: Mapping[str, str] | None = None
@@ -99,15 +101,16 @@ def embedded_engine(environment: Mapping[str, str] | None = None
     if running and background_storage() == storage_fingerprint(environment or {}):
         return running.address, running
     key = tuple(sorted((environment or {}).items()))
-    engine = _child_engines.get(key)
-    if engine is None or not engine.alive():
-        if engine is not None:
-            engine.kill()  # reaped, so its port is free again
-        port = configured_port()
-        taken = any(other.alive() and other.address.port == port
-                    for other in _child_engines.values())
-        engine = _child_engines[key] = ChildEngine(environment=environment,
-                                                   port=0 if taken else port)
+    with _starting:  # two runs' threads share the engine one of them starts
+        engine = _child_engines.get(key)
+        if engine is None or not engine.alive():
+            if engine is not None:
+                engine.kill()  # reaped, so its port is free again
+            port = configured_port()
+            taken = any(other.alive() and other.address.port == port
+                        for other in _child_engines.values())
+            engine = _child_engines[key] = ChildEngine(environment=environment,
+                                                       port=0 if taken else port)
     return engine.address, engine
 
 
