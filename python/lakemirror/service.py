@@ -53,7 +53,7 @@ class MirrorService:
                     and nothing_new(ingested, previous, lambda r: ingest.is_mirrored(layout, r)))
             nodes = (build(settings, log, self.dbt, scope,
                            damaged=ingest.damaged(layout, ingested),
-                           run_vars=self._known_states_vars())
+                           run_vars=self._known_states_vars(), locks=opened.locks)
                      if staged and not idle else [])
             if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
                 record_build(layout, _state(settings))
