@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timezone
@@ -19,6 +20,9 @@ from lakemirror.parsed_projects import parsed_manifest
 from lakemirror.storage.hadoop import server_storage_problem
 
 
+# dbt keeps its flags, adapters and invocation context process-wide: two runs' threads take
+# turns at it (and at the environment it reads).
+_one_invocation_at_a_time = threading.RLock()
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
 # run_results.json (about 0.3 s each time, more on a busy machine), which it never reads.
 WARM_ARGS = {True: ("--no-write-json",), False: ()}
@@ -26,26 +30,31 @@ WARM_ARGS = {True: ("--no-write-json",), False: ()}
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
                env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
-               extra_args: tuple[str, ...] = (), warm: bool = False,
-               run_env: Mapping[str, str] | None = None) -> list[NodeResult]:
+               run_vars: Mapping[str, object] | None = None,
+               extra_args: tuple[str, ...] = (), warm: bool = False) -> list[NodeResult]:
     """Run `dbt <command>` and return per-node results; raises only if dbt could not start.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
-    `run_env` is environment only the nodes' execution reads, which no parse depends on."""
+    `run_vars` are vars only the nodes' execution reads (never a parse): beside the kept
+    manifest of a warm caller they change from one invocation to the next at no parse."""
     from dbt.cli.main import dbtRunner
 
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
-               "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
+               "--target", target]
+    parse_vars = ["--vars", json.dumps(dict(dbt_vars or {}))]
+    run_with = ["--vars", json.dumps({**(dbt_vars or {}), **(run_vars or {})})]
     operation_errors: list[str] = []
-    _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment({**_plain_log_into_files(), **env, **(run_env or {})}):
+    with _one_invocation_at_a_time, _environment({**_plain_log_into_files(), **env}):
+        _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
         try:
-            manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
-                                        (*project, *sorted(f"{k}={v}" for k, v in env.items())))
+            manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
+                                        project_dir, (*project, *parse_vars,
+                                                      *sorted(f"{k}={v}" for k, v in env.items())))
                         if warm else None)
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
-                                ).invoke([command, *project, *WARM_ARGS[warm], *extra_args])
+                                ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
+                                          *extra_args])
         finally:
             if not warm:
                 close_connect_sessions()

@@ -23,7 +23,7 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.staging.batches_log import create_mirror_batches
-from lakemirror.staging.lock import control_lock, ensure_held
+from lakemirror.staging.lock import control_lock
 from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
@@ -65,7 +65,7 @@ def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable,
     log.progress(f"ingest {table.qualified_name}")
     layout = settings.layout
     try:
-        ensure_held(settings.warehouse, [table.qualified_name])
+        opened.locks.ensure_held([table.qualified_name])
         for path, recovery in _owned_tables(layout, table) if table.problem is None else ():
             check_newest_commit(path, table=table.qualified_name, recovery=recovery)
         result = ingest_table(table, layout, retention_days=settings.retention_days,

@@ -38,11 +38,11 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     known += [qualified_name(schema, table) for schema, table in staged_tables(settings.layout)]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
-                     progress=log.progress):
+                     progress=log.progress) as locks:
         landing = without_history_clashes(discover_tables(settings.zone),
                                           staged_tables(settings.layout))
         list_ahead([table for table in landing if table.qualified_name in scope])
-        opened = StagingTables(settings.layout)
+        opened = StagingTables(settings.layout, locks)
         yield landing, scope, opened
         _record_binding(settings, log, zone, opened)
 
