@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from datetime import timezone
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.settings import environment_set, process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
 
@@ -44,7 +43,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     parse_vars = ["--vars", json.dumps(dict(dbt_vars or {}))]
     run_with = ["--vars", json.dumps({**(dbt_vars or {}), **(run_vars or {})})]
     operation_errors: list[str] = []
-    with _one_invocation_at_a_time, _environment({**_plain_log_into_files(), **env}):
+    with _one_invocation_at_a_time, environment_set({**_plain_log_into_files(), **env}):
         _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
         try:
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
@@ -131,23 +130,9 @@ def _completed_at(result: Any) -> float | None:
 def _plain_log_into_files() -> dict[str, str]:
     """dbt colours its log even into a pipe or a file: plain text there, unless the user
     chose (DBT_USE_COLORS)."""
-    if "DBT_USE_COLORS" in os.environ or sys.stdout.isatty():
+    if "DBT_USE_COLORS" in process_environment() or sys.stdout.isatty():
         return {}
     return {"DBT_USE_COLORS": "false"}
-
-
-@contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 _warm_warehouse: list[str | None] = [None]  # whose sessions the last warm invocation kept

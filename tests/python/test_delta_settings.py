@@ -45,8 +45,9 @@ def engine_rows(service, table):
     from pyspark.sql import SparkSession
 
     from lakemirror.service import engine_address
+    from lakemirror.settings import read_settings
 
-    spark = SparkSession.builder.remote(engine_address().url).create()
+    spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
     try:
         data = spark.read.format("delta").load(str(service.settings.warehouse / "dbo" / table))
         return as_multiset([row.asDict() for row in data.select("id", "v").collect()])

@@ -202,7 +202,6 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
 
     from lakemirror.cli.main import cli
 
-    monkeypatch.setenv("LAKEMIRROR_DEBUG", "")  # --debug sets it: restored after the test
     debugged = CliRunner().invoke(cli, [
         "--debug", "run", "--landing-zone", str(zone.root),
         "--warehouse", str(service.settings.warehouse),

@@ -30,6 +30,7 @@ from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
 from lakemirror.landing.zone_door import ZoneFile
 from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 POSITION = "_lm_position"
 ROWS_PER_FILE = 10**10
@@ -109,15 +110,17 @@ class ChangeFile:
         return kind(message, table=self.table.qualified_name, file=str(self.file.path), hint=hint)
 
 
-def open_change_file(table: LandingTable, file: SequenceFile,
-                     metadata: TableMetadata) -> ChangeFile:
-    """Open a change file and check its columns against the contract."""
+def open_change_file(table: LandingTable, file: SequenceFile, metadata: TableMetadata, *,
+                     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> ChangeFile:
+    """Open a change file and check its columns against the contract (`max_text_bytes`: the
+    most text a delimited one may hold)."""
     where = {"table": table.qualified_name, "file": str(file.path)}
     if file.sequence > MAX_SEQUENCE:
         raise FileNameError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
                                hint="restart numbering in a new table folder", **where)
     if metadata.delimited is not None:
-        return _checked(table, file, metadata, *_open_delimited(table, file, metadata))
+        return _checked(table, file, metadata, *_open_delimited(table, file, metadata,
+                                                                     max_text_bytes))
     handle = table.door.open(file.path)
     try:
         return _checked(table, file, metadata, *_open_parquet(handle, where), handle.close)
@@ -174,9 +177,11 @@ def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
         parquet.iter_batches(batch_size=BATCH_ROWS, columns=layout.read))
 
 
-def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
+def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
+                    max_text_bytes: int) -> Opened:
     assert metadata.delimited is not None
     text = open_delimited(file.path, metadata.delimited, metadata.schema_definition,
-                          table=table.qualified_name, zone=table.door)
+                          table=table.qualified_name, zone=table.door,
+                          max_text_bytes=max_text_bytes)
     return text.schema, lambda: text.batches(max_rows=BATCH_ROWS)
 

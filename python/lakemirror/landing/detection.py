@@ -20,7 +20,7 @@ from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable, sequence_file_name
 from lakemirror.landing.incarnation import MARKER
 from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
-from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
+from lakemirror.landing.readiness import in_flight, settles_in
 from lakemirror.landing.zone_door import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
@@ -72,15 +72,16 @@ class Detection:
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
-                 listing: Sequence[Entry] | None = None) -> Detection:
-    """What the table folder (`listing`: as listed) holds to stage, move and wait for."""
+                 listing: Sequence[Entry] | None = None, *, settle_seconds: float) -> Detection:
+    """What the table folder (`listing`: as listed) holds to stage, move and wait for; a file
+    that changed within `settle_seconds` (and is not a complete Parquet file) is waited for."""
     listing = table.door.entries(table.folder) if listing is None else list(listing)
     entries = _entries(table, listing)
     if metadata.file_detection == "LastUpdateTimeFileDetection":
         detection = _by_update_time(table, metadata, staged, entries)
     else:
         detection = _by_sequence_number(table, metadata, staged, entries)
-    detection = _until_in_flight(table, metadata, detection)
+    detection = _until_in_flight(table, metadata, detection, settle_seconds)
     hidden = sorted(entry.name for entry in listing if entry.name.startswith("."))
     if not hidden:
         return detection
@@ -96,10 +97,9 @@ def data_file_suffixes(metadata: TableMetadata) -> tuple[str, ...]:
     return tuple(f".{metadata.file_extension}{suffix}" for suffix in COMPRESSION_SUFFIXES)
 
 
-def _until_in_flight(table: LandingTable, metadata: TableMetadata,
-                     detection: Detection) -> Detection:
+def _until_in_flight(table: LandingTable, metadata: TableMetadata, detection: Detection,
+                     window: float) -> Detection:
     """The pending files up to the first one still being written; the table waits for it."""
-    window = settle_seconds()
     for index, file in enumerate(detection.pending):
         entry = Entry(file.path, "file", "a regular file", file.size, file.mtime_ns)
         reason = in_flight(table.door, entry, parquet=metadata.delimited is None, window=window)

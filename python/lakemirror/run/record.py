@@ -41,7 +41,7 @@ def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, *, applied_now: bool) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it."""
     with control_lock(settings.warehouse, timeout=settings.lock_timeout,
-                      progress=log.progress):
+                      progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
             layout = settings.layout
             records = read_records(layout)  # of each folder, whatever its case

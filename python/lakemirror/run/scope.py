@@ -38,7 +38,7 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     known += [qualified_name(schema, table) for schema, table in staged_tables(settings.layout)]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
-                     progress=log.progress) as locks:
+                     progress=log.progress, lease_seconds=settings.env.lease_seconds) as locks:
         landing = without_history_clashes(discover_tables(settings.zone),
                                           staged_tables(settings.layout))
         list_ahead([table for table in landing if table.qualified_name in scope])
@@ -51,7 +51,7 @@ def _record_binding(settings: RunSettings, log: RunLog, zone: ZoneIdentity,
                     opened: StagingTables) -> None:
     try:
         with control_lock(settings.warehouse, timeout=settings.lock_timeout,
-                          progress=log.progress):
+                          progress=log.progress, lease_seconds=settings.env.lease_seconds):
             record_binding(opened, zone)
     except Exception as error:  # the run's own status is still printed
         log.warn(f"could not record the landing zone of the warehouse: "

@@ -13,6 +13,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from lakemirror.errors import LockLostError, LockTimeoutError
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 from lakemirror.storage.warehouse_door import HeldLock, WarehouseStorage
@@ -44,27 +45,31 @@ class HeldLocks:
 
 @contextmanager
 def table_locks(warehouse: Location, names: Sequence[str], *, timeout: float,
-                progress: Callable[[str], None]) -> Iterator[HeldLocks]:
+                progress: Callable[[str], None],
+                lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[HeldLocks]:
     """Hold the locks of the named tables ('schema.table'), taken in sorted order so that two
-    runs never wait for each other; waits at most `timeout` seconds in all."""
+    runs never wait for each other; waits at most `timeout` seconds in all. A lease lasts
+    `lease_seconds` unrenewed (LAKEMIRROR_LEASE_SECONDS)."""
     deadline = time.monotonic() + timeout
     with ExitStack() as stack:
-        yield HeldLocks({name: stack.enter_context(_lock(warehouse, name, deadline, progress))
+        yield HeldLocks({name: stack.enter_context(_lock(warehouse, name, deadline, progress,
+                                                         lease_seconds))
                          for name in sorted(set(names))})
 
 
 @contextmanager
 def control_lock(warehouse: Location, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
-                 progress: Callable[[str], None] = lambda message: None) -> Iterator[None]:
+                 progress: Callable[[str], None] = lambda message: None,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[None]:
     """Hold the lock of the control tables lakemirror rewrites (registry, monitoring)."""
-    with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress):
+    with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress, lease_seconds):
         yield
 
 
 @contextmanager
-def _lock(warehouse: Location, name: str, deadline: float,
-          progress: Callable[[str], None]) -> Iterator[HeldLock]:
-    held = _acquire(warehouse_storage(warehouse), name, deadline, progress)
+def _lock(warehouse: Location, name: str, deadline: float, progress: Callable[[str], None],
+          lease_seconds: float) -> Iterator[HeldLock]:
+    held = _acquire(warehouse_storage(warehouse), name, deadline, progress, lease_seconds)
     try:
         yield held
     finally:
@@ -72,9 +77,9 @@ def _lock(warehouse: Location, name: str, deadline: float,
 
 
 def _acquire(storage: WarehouseStorage, name: str, deadline: float,
-             progress: Callable[[str], None]) -> HeldLock:
+             progress: Callable[[str], None], lease_seconds: float) -> HeldLock:
     waiting = False
-    while (held := storage.try_lock(name)) is None:
+    while (held := storage.try_lock(name, lease_seconds=lease_seconds)) is None:
         if time.monotonic() >= deadline:
             raise LockTimeoutError(
                 "another lakemirror run is still working on this table",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from lakemirror.errors import ConfigError
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 from lakemirror.storage.warehouse_door import LOCKS, HeldLock, WarehouseStorage, lock_file_name
 
@@ -125,7 +126,8 @@ class LocalWarehouse(WarehouseStorage):
             folder.rmdir()
             folder = folder.parent
 
-    def try_lock(self, name: str) -> HeldLock | None:
+    def try_lock(self, name: str, *,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> HeldLock | None:
         path = self._path(f"{LOCKS}/{lock_file_name(name)}.lock")
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("w")

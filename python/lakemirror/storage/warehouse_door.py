@@ -10,6 +10,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Protocol
 
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
+
 LOCKS = "_lakemirror/locks"
 
 
@@ -90,9 +92,11 @@ class WarehouseStorage(ABC):
         """Remove the folder `key` and its parents below `up_to` while they are empty."""
 
     @abstractmethod
-    def try_lock(self, name: str) -> HeldLock | None:
+    def try_lock(self, name: str, *,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> HeldLock | None:
         """Take the lock `name` ('schema.table', or `_control`) if no one holds it, without
-        waiting; None when another holder has it."""
+        waiting; None when another holder has it. A lease (object storage) lasts
+        `lease_seconds` unrenewed."""
 
 
 def lock_file_name(name: str) -> str:

@@ -11,8 +11,8 @@ from lakemirror.errors import (
 )
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat
 from lakemirror.reference import ROW_MARKER
+from lakemirror.settings import MAX_TEXT_BYTES
 
-MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
 _SHOWN_CHARS = 50
 _EXAMPLES = {
     "Double": "3.14159, -2.5e-3 or nan",
