@@ -110,7 +110,7 @@ class ChangeFile:
         return kind(message, table=self.table.qualified_name, file=str(self.file.path), hint=hint)
 
 
-def open_change_file(table: LandingTable, file: SequenceFile, metadata: TableMetadata, *,
+def open_change_file(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
                      max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> ChangeFile:
     """Open a change file and check its columns against the contract (`max_text_bytes`: the
     most text a delimited one may hold)."""

@@ -36,7 +36,8 @@ def check_server_storage(settings: RunSettings) -> None:
         return  # a server that does not answer: dbt's plugin waits for it, naming the fix
     try:
         # analysed at once: the server lists <warehouse>/_delta_log, which no run writes
-        connect_session(server, timeout=settings.env.connect_timeout).read.format("delta").load(spark_url(warehouse)).schema
+        session = connect_session(server, timeout=settings.env.connect_timeout)
+        session.read.format("delta").load(spark_url(warehouse)).schema
     except PySparkException as error:
         if (problem := server_storage_problem(str(error))) is not None:
             raise ServerStorageError(

@@ -89,19 +89,12 @@ class IngestResult:
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
                  on_file: Callable[[SequenceFile], None] = lambda file: None,
-                 settle: Callable[[Settling], None] | None = None,
-                 staging: StagingTable | None = None, settle_seconds: float = 0.0,
-                 max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
-                 debug: bool = False) -> IngestResult:
-    """Stage every new file of `table` in order. Never raises: a bad file, a table with a
-    `problem`, or any other failure (disk full, permissions, a bug) fails only this table
-    (with `debug`, an unexpected error is raised instead, for its traceback).
-    A file that changed within `settle_seconds` (a run passes LAKEMIRROR_SETTLE_SECONDS; 0:
-    stage what is there) is waited for: `settle` (one-shot runs) waits out the rest of the
-    window once when the table's next file is only settling, and the files are looked at
-    again; without it the table waits for a later run. `max_text_bytes` caps a delimited
-    file's text. `staging` is the run's object of the table's staging table (see
-    `staging.opened`), when it has one."""
+                 settle: Callable[[Settling], None] | None = None, settle_seconds: float = 0.0,
+                 staging: StagingTable | None = None, debug: bool = False,
+                 max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> IngestResult:
+    """Stage every new file of `table` in order; a bad file, a `problem` or a bug fails only
+    this table (`debug`: a bug is raised). A file changed within `settle_seconds` waits
+    (`settle`: waits it out once); `max_text_bytes` caps its text; `staging`: `staging.opened`."""
     staging = staging or StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
@@ -142,8 +135,7 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         for file in detection.pending:
             current = file.path
             on_file(file)
-            with open_change_file(table, file, metadata,
-                                  max_text_bytes=max_text_bytes) as change_file:
+            with open_change_file(table, file, metadata, max_text_bytes) as change_file:
                 staged_rows += staging.append(change_file, incarnation, kept_copies(copies))
             staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
