@@ -1,9 +1,11 @@
 """The LAKEMIRROR_* environment variables, read once at the edge (the CLI, the Python API, the
 dbt plugin, the bench) into one frozen `Settings`; lower layers take the plain values.
 
-This is the only module that reads `os.environ`: `read_settings` parses and checks every
-variable (a bad value is a ConfigError naming the variable and the fix, exit code 2), and
-`process_environment` is the one way to build a child process's environment from this one's.
+This is the only module that reads `os.environ` (but for storage's options and credentials,
+still read where a location is parsed: see tests/python/test_settings.py): `read_settings`
+parses and checks each variable (a bad value is a ConfigError naming the variable and the fix,
+exit code 2), and `process_environment` is the one way to build a child process's environment
+from this one's.
 A small typed reader rather than pydantic-settings: the variables are few and flat, and each
 error must name the variable and its fix in lakemirror's own words.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from lakemirror.errors import ConfigError
 
-DEBUG = "LAKEMIRROR_DEBUG"  # tracebacks instead of clean failures (`--debug` sets it too)
+DEBUG = "LAKEMIRROR_DEBUG"  # tracebacks instead of clean failures, as `--debug`
 ENGINE_LOG = "LAKEMIRROR_LOG"  # set: the embedded engine's own log lines reach stderr
 ENGINE_PORT = "LAKEMIRROR_ENGINE_PORT"  # the in-process engine's port; unset: any free one
 HOME = "LAKEMIRROR_HOME"  # where the background engine's address file lives
@@ -31,7 +33,6 @@ CONNECT_URL = "LAKEMIRROR_CONNECT_URL"  # the `connect` target's server (profile
 CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
 DELTA_JARS = "LAKEMIRROR_DELTA_JARS"  # the folder of Delta's jars for the `spark` target
 STORAGE_OPTIONS = "LAKEMIRROR_STORAGE_OPTIONS"  # storage options, a JSON object
-STORAGE_OPTIONS_FILE = "LAKEMIRROR_STORAGE_OPTIONS_FILE"  # ... or a file holding one
 DBT_PROFILES_DIR = "DBT_PROFILES_DIR"  # where dbt finds profiles.yml, as dbt reads it
 WAREHOUSE = "LAKEMIRROR_WAREHOUSE"  # the warehouse dbt is given (as dbt reads it)
 WAREHOUSE_NAME = "LAKEMIRROR_WAREHOUSE_NAME"  # the logical name generated models know it by

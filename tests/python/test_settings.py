@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from lakemirror.cli.main import cli
 from lakemirror.settings import (
     CONNECT_TIMEOUT,
