@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from lakemirror.bench.columns import SCHEMA, change_rows
 from lakemirror.bench.rusage import measure
+from lakemirror.contract import ROW_MARKER
 from lakemirror.landing import sequence_file_name
-from lakemirror.reference import ROW_MARKER
 
 BATCH_ROWS = 500_000
 BYTES_PER_ROW = 100  # about what a generated row takes, to size the batches of a small file
