@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from lakemirror.bench.columns import SCHEMA, change_rows
 from lakemirror.bench.rusage import measure
+from lakemirror.contract import ROW_MARKER
 from lakemirror.landing import sequence_file_name
-from lakemirror.reference import ROW_MARKER
 from lakemirror.settings import (
     DEFAULT_MAX_TEXT_BYTES,
     MAX_TEXT_BYTES,

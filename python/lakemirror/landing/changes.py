@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakemirror.contract import INSERT, MARKER_CHOICES, ROW_MARKER, VALID_MARKERS
 from lakemirror.errors import (
     ColumnError,
     FileNameError,
@@ -29,7 +30,6 @@ from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
 from lakemirror.landing.zone_door import ZoneFile
-from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
 from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 POSITION = "_lm_position"
@@ -89,7 +89,7 @@ class ChangeFile:
             markers = pc.cast(markers, pa.int32())
         except pa.ArrowInvalid as error:
             raise self._error(f"{ROW_MARKER} holds a value that is not an integer: {error}",
-                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)") from error
+                              f"use {MARKER_CHOICES}") from error
         keyless = not self.metadata.key_columns
         allowed = [INSERT] if keyless else sorted(VALID_MARKERS)
         bad = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(allowed, pa.int32())), False))
@@ -102,7 +102,7 @@ class ChangeFile:
                     "keyColumns, so only inserts (0) are possible",
                     "declare keyColumns in _metadata.json (recreate the table folder)")
             raise self._error(f"row {first_row + index} has {ROW_MARKER}={value!r}",
-                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)")
+                              f"use {MARKER_CHOICES}")
         return markers
 
     def _error(self, message: str, hint: str,

@@ -16,10 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
+from lakemirror.contract import (
+    METADATA_FILE,
+    SEQUENCE_DIGITS,
+    is_sequence_number,
+    sequence_file_name,
+)
 from lakemirror.errors import FileNameError
-from lakemirror.landing.discovery import LandingTable, sequence_file_name
+from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.incarnation import MARKER
-from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
+from lakemirror.landing.metadata import TableMetadata
 from lakemirror.landing.readiness import in_flight, settles_in
 from lakemirror.landing.zone_door import Entry, unsafe_entry
 
@@ -118,7 +124,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
     for entry in entries:
         path = entry.path
         digits, suffix = _split_number(path.name)
-        if len(digits) == 20 and digits.isascii() and suffix.lower() in suffixes:
+        if is_sequence_number(digits) and suffix.lower() in suffixes:
             _require_file(table, entry)
             if int(digits) in numbered:
                 raise FileNameError(
@@ -201,10 +207,11 @@ def _split_number(name: str) -> tuple[str, str]:
 
 def _misnamed(table: LandingTable, path: PurePath, number: str, suffix: str,
               suffixes: tuple[str, ...]) -> FileNameError:
-    expected = f"20 digits + {' or '.join(suffixes)}"
+    expected = f"{SEQUENCE_DIGITS} digits + {' or '.join(suffixes)}"
     problem = ("has digits other than 0-9 (look-alikes such as fullwidth digits)"
-               if not number.isascii() else f"has {len(number)} digits instead of 20"
-               if len(number) != 20 else
+               if not number.isascii() else
+               f"has {len(number)} digits instead of {SEQUENCE_DIGITS}"
+               if len(number) != SEQUENCE_DIGITS else
                f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
     return FileNameError(
         f"file name {path.name!r} {problem}", table=table.qualified_name, file=str(path),

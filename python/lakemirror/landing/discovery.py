@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePath
 
+from lakemirror.contract import sequence_file_name as sequence_file_name
 from lakemirror.errors import ConfigError, FileNameError, LandingZoneError
 from lakemirror.landing.zone import LandingZone, as_door
 from lakemirror.landing.zone_door import Entry, ZoneDoor, unsafe_entry
@@ -142,10 +143,6 @@ def hidden_entries(zone: PurePath | ZoneDoor) -> list[str]:
         hidden += [str(entry.path.relative_to(door.root)) for entry in found
                    if entry.name.startswith(".")]
     return hidden
-
-
-def sequence_file_name(sequence: int, suffix: str = ".parquet") -> str:
-    return f"{sequence:020d}{suffix}"
 
 
 def _candidates(entries: Iterable[Entry]) -> list[Entry]:

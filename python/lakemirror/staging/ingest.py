@@ -24,6 +24,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from lakemirror.contract import METADATA_FILE
 from lakemirror.delta.access import delta_table, is_delta_table, storage_options
 from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.listed_features import list_used_features
@@ -48,7 +49,6 @@ from lakemirror.landing.detection import Settling
 from lakemirror.landing.zone_door import Entry
 from lakemirror.landing.control_copy import ControlCopy, kept_copies, read_listed
 from lakemirror.landing.incarnation import MARKER, create_mark, read_mark
-from lakemirror.landing.metadata import METADATA_FILE
 from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
