@@ -15,7 +15,8 @@ PACKAGE = Path(lakemirror.__file__).parent
 # unit (its package, or itself for a top-level module) and those of units on lower layers;
 # the units of one layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
-    "naming lazy_exports reference node_result conflicts parsed_projects",  # the contract
+    "contract",  # the open-mirroring contract's names
+    "naming lazy_exports reference node_result conflicts parsed_projects",
     "errors",
     "settings",
     "storage",
@@ -24,7 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "staging",
     "engine",
     "codegen project",
-    "build scope status binding recovery",
+    "build scope status binding recovery generated_macros",
     "table_outcome monitor",
     "idle maintenance",
     "run",
