@@ -23,12 +23,12 @@
                'features': lakemirror._protocol_features(protocol)}) }}
 {% endmacro %}
 
-{#-- The state read_delta_state would return, as lakemirror's run passes it in
-     LAKEMIRROR_DELTA_STATES for tables it read after its last build and that have had no
+{#-- The state read_delta_state would return, as a warm lakemirror run passes it in the var
+     lakemirror_delta_states for tables it read after its last build and that have had no
      commit since (python/lakemirror/delta/known_states.py); none for any other table, and
      under plain dbt. Valid only before this invocation writes the table. --#}
 {% macro _known_delta_state(location) %}
-    {%- set known = fromjson(env_var('LAKEMIRROR_DELTA_STATES', '{}')).get(location) -%}
+    {%- set known = var('lakemirror_delta_states', {}).get(location) -%}
     {%- if known is none -%}
         {{ return(none) }}
     {%- endif -%}

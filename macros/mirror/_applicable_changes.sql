@@ -25,7 +25,7 @@
                 where history._lm_position <= {{ batch_end }}
             ) as ranked
             where
-                __rowMarker__ = 0
+                __rowMarker__ = {{ lakemirror.row_marker('insert') }}
                 or _lm_high_water is null
                 or {{ column }} >= _lm_high_water
         )

@@ -8,12 +8,15 @@
 {% macro _unsuperseded_changes(batch, staging, batch_end, keys, conditional_column) %}
     {%- set later = lakemirror._applicable_changes(
         staging, '9223372036854775807', keys, conditional_column) -%}
+    {%- set insert_marker = lakemirror.row_marker('insert') -%}
+    {%- set replacing_markers = lakemirror.replacing_row_markers() -%}
     select
         {% for column in lakemirror._data_columns(staging) -%}
         batch.{{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         case
-            when superseded._lm_superseded is null then batch.__rowMarker__ else 2
+            when superseded._lm_superseded is null then batch.__rowMarker__
+            else {{ lakemirror.row_marker('delete') }}
         end as __rowMarker__,
         batch._lm_position
     from {{ batch }} as batch
@@ -24,12 +27,14 @@
             {% endfor -%}
             true as _lm_superseded
         from {{ later }} as later
-        where later._lm_position > {{ batch_end }} and later.__rowMarker__ in (1, 2, 4)
+        where
+            later._lm_position > {{ batch_end }}
+            and later.__rowMarker__ in {{ replacing_markers }}
     ) as superseded
         on {% for key in keys -%}
         batch.{{ lakemirror.quote_identifier(key) }}
             <=> superseded.{{ lakemirror.quote_identifier(key) }}
         {%- if not loop.last %} and {% endif %}
         {%- endfor %}
-    where superseded._lm_superseded is null or batch.__rowMarker__ != 0
+    where superseded._lm_superseded is null or batch.__rowMarker__ != {{ insert_marker }}
 {% endmacro %}

@@ -22,7 +22,7 @@
             {% endfor -%}
             max(_lm_position) as _lm_replace_position
         from changes
-        where __rowMarker__ in (1, 2, 4)
+        where __rowMarker__ in {{ lakemirror.replacing_row_markers() }}
         group by
             {%- for key in keys %} {{ lakemirror.quote_identifier(key) }}
             {%- if not loop.last %},{% endif %}
@@ -71,5 +71,5 @@
         _lm_position,
         'write' as _lm_action
     from effective
-    where __rowMarker__ != 2
+    where __rowMarker__ != {{ lakemirror.row_marker('delete') }}
 {% endmacro %}

@@ -25,10 +25,12 @@
     {%- set applicable = lakemirror._applicable_changes(
         staging, bounds.claimed, keys, config.get('conditional_update_column')) -%}
     {%- set incremental = is_incremental() -%}
+    {%- set replacing_markers = lakemirror.replacing_row_markers() -%}
+    {%- set delete_marker = lakemirror.row_marker('delete') -%}
     {%- set next_end = 'cast(null as bigint)' -%}
     {%- if keys -%}
         {%- set next_end -%}
-            min(case when __rowMarker__ in (1, 2, 4) then _lm_position end) over (
+            min(case when __rowMarker__ in {{ replacing_markers }} then _lm_position end) over (
                 {{ by_key }} order by _lm_position
                 rows between 1 following and unbounded following
             )
@@ -42,7 +44,7 @@
             min(_lm_position) over ({{ by_key }}) as _lm_first_change,
             {{ next_end }} as _lm_next_end,
             row_number() over (
-                {{ by_key }} order by __rowMarker__ in (1, 2, 4) desc, _lm_position
+                {{ by_key }} order by __rowMarker__ in {{ replacing_markers }} desc, _lm_position
             ) as _lm_rank
         from {{ applicable }} as applicable
         where _lm_position > {{ bounds.applied if incremental else '0' }}
@@ -54,14 +56,14 @@
             opened._lm_position as _lm_valid_from,
             opened._lm_next_end as _lm_valid_to,
             opened._lm_next_end is null as _lm_is_current,
-            coalesce(ended.__rowMarker__ = 2, false) as _lm_is_deleted,
+            coalesce(ended.__rowMarker__ = {{ delete_marker }}, false) as _lm_is_deleted,
             'version' as _lm_action
         from changes as opened
         left join changes as ended
             on
                 {{ lakemirror._keys_match('opened', 'ended', keys) }}
                 and opened._lm_next_end = ended._lm_position
-        where opened.__rowMarker__ != 2
+        where opened.__rowMarker__ != {{ delete_marker }}
     ),
 
     closes as (
@@ -70,12 +72,12 @@
             cast(null as bigint) as _lm_valid_from,
             _lm_position as _lm_valid_to,
             false as _lm_is_current,
-            __rowMarker__ = 2 as _lm_is_deleted,
+            __rowMarker__ = {{ delete_marker }} as _lm_is_deleted,
             'close' as _lm_action
         from changes
         where
             _lm_rank = 1
-            and __rowMarker__ in (1, 2, 4)
+            and __rowMarker__ in {{ replacing_markers }}
             and {{ 'true' if incremental and keys else 'false' }}
     )
 

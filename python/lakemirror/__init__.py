@@ -16,7 +16,6 @@ from lakemirror.errors import (
     LockTimeoutError,
     SchemaChangeError,
 )
-from lakemirror.reference import apply_changes
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService, RunSettings
@@ -26,7 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError", "Conflict", "ConflictKind", "EngineError", "LakemirrorError",
     "LandingZoneError", "LockTimeoutError", "MirrorService", "RunSettings", "SchemaChangeError",
-    "TableStatus", "apply_changes", "classify_conflict",
+    "TableStatus", "classify_conflict",
 ]
 
 

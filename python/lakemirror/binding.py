@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from lakemirror.errors import LakemirrorError, ZoneBindingError
 from lakemirror.landing.discovery import ALL_TABLES, PROCESSED_FOLDER, discover_tables
 from lakemirror.landing.incarnation import MARKER, read_incarnation
-from lakemirror.landing.zone import ZoneDoor, as_door, open_zone
+from lakemirror.landing.zone import as_door, open_zone
+from lakemirror.landing.zone_door import ZoneDoor
+from lakemirror.naming import qualified_name
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
@@ -108,7 +110,7 @@ def record_binding(opened: StagingTables, zone: ZoneIdentity) -> None:
     recorded = recorded_binding(warehouse.root)
     tables = {}
     for schema, table in staged_tables(warehouse):
-        name = f"{schema}.{table}"
+        name = qualified_name(schema, table)
         try:
             incarnation = opened.of(schema, table).incarnation()
         except Exception:  # a damaged log: its table fails with the reason

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Mapping
 from datetime import timezone
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,13 @@ from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.settings import environment_set, process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
 
+# dbt keeps its flags, adapters and invocation context process-wide: two runs' threads take
+# turns at it (and at the environment it reads).
+_one_invocation_at_a_time = threading.RLock()
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
 # run_results.json (about 0.3 s each time, more on a busy machine), which it never reads.
 WARM_ARGS = {True: ("--no-write-json",), False: ()}
@@ -26,26 +29,31 @@ WARM_ARGS = {True: ("--no-write-json",), False: ()}
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
                env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
-               extra_args: tuple[str, ...] = (), warm: bool = False,
-               run_env: Mapping[str, str] | None = None) -> list[NodeResult]:
+               run_vars: Mapping[str, object] | None = None,
+               extra_args: tuple[str, ...] = (), warm: bool = False) -> list[NodeResult]:
     """Run `dbt <command>` and return per-node results; raises only if dbt could not start.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
-    `run_env` is environment only the nodes' execution reads, which no parse depends on."""
+    `run_vars` are vars only the nodes' execution reads (never a parse): beside the kept
+    manifest of a warm caller they change from one invocation to the next at no parse."""
     from dbt.cli.main import dbtRunner
 
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
-               "--target", target, "--vars", json.dumps(dict(dbt_vars or {}))]
+               "--target", target]
+    parse_vars = ["--vars", json.dumps(dict(dbt_vars or {}))]
+    run_with = ["--vars", json.dumps({**(dbt_vars or {}), **(run_vars or {})})]
     operation_errors: list[str] = []
-    _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
-    with _environment({**_plain_log_into_files(), **env, **(run_env or {})}):
+    with _one_invocation_at_a_time, environment_set({**_plain_log_into_files(), **env}):
+        _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
         try:
-            manifest = (parsed_manifest([*project, "--log-level", "none"], project_dir,
-                                        (*project, *sorted(f"{k}={v}" for k, v in env.items())))
+            manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
+                                        project_dir, (*project, *parse_vars,
+                                                      *sorted(f"{k}={v}" for k, v in env.items())))
                         if warm else None)
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
-                                ).invoke([command, *project, *WARM_ARGS[warm], *extra_args])
+                                ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
+                                          *extra_args])
         finally:
             if not warm:
                 close_connect_sessions()
@@ -122,23 +130,9 @@ def _completed_at(result: Any) -> float | None:
 def _plain_log_into_files() -> dict[str, str]:
     """dbt colours its log even into a pipe or a file: plain text there, unless the user
     chose (DBT_USE_COLORS)."""
-    if "DBT_USE_COLORS" in os.environ or sys.stdout.isatty():
+    if "DBT_USE_COLORS" in process_environment() or sys.stdout.isatty():
         return {}
     return {"DBT_USE_COLORS": "false"}
-
-
-@contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 _warm_warehouse: list[str | None] = [None]  # whose sessions the last warm invocation kept

@@ -9,9 +9,6 @@ if TYPE_CHECKING:
     from lakemirror.node_result import NodeResult
 
 
-DEBUG_VARIABLE = "LAKEMIRROR_DEBUG"  # set by --debug: tracebacks instead of clean failures
-
-
 class LakemirrorError(Exception):
     """Base error; the CLI turns it into a clean message and an exit code."""
 

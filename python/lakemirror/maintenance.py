@@ -15,7 +15,6 @@ than LAKEMIRROR_MAINTENANCE_HOURS (default 24; 0: every run; `never`: only `main
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,7 +23,8 @@ from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.monitor import applied_positions
-from lakemirror.settings import env_number
+from lakemirror.naming import qualified_name, split_qualified_name
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
 from lakemirror.staging.layout import Warehouse
@@ -32,8 +32,6 @@ from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_locks
 from lakemirror.storage.location import Location
 
-MAINTENANCE_HOURS = "LAKEMIRROR_MAINTENANCE_HOURS"
-DEFAULT_MAINTENANCE_HOURS = 24.0
 STAMPS_FILE = "_lakemirror/maintenance.json"  # table → its last maintenance time
 
 
@@ -52,12 +50,14 @@ class TableMaintenance:
 
 def maintain(warehouse: Location, tables: Sequence[str] = (), *,
              lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+             lease_seconds: float = DEFAULT_LEASE_SECONDS,
              progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
     """Maintain the named staged tables ('schema.table'), or all of them."""
     layout = Warehouse(warehouse)
-    names = [f"{schema}.{table}" for schema, table in staged_tables(layout)]
+    names = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
     names = [name for name in names if not tables or name in tables]
-    with table_locks(warehouse, names, timeout=lock_timeout, progress=progress):
+    with table_locks(warehouse, names, timeout=lock_timeout, progress=progress,
+                     lease_seconds=lease_seconds):
         return maintain_tables(layout, names, progress=progress)
 
 
@@ -78,17 +78,17 @@ def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
     """The position up to which every relation fed by the table's staging has applied its
     changes: the mirrored table's watermark, or, while its history table exists, the lower of
     the two, so compaction never folds changes the history has not read yet."""
-    schema, table = name.split(".", 1)
+    schema, table = split_qualified_name(name)
     watermark = applied.get(name, 0)
     if not is_delta_table(layout.mirrored_path(schema, table + HISTORY_SUFFIX)):
         return watermark
     return min(watermark, applied.get(history_relation(schema, table), 0))
 
 
-def due_tables(warehouse: Location, names: Sequence[str]) -> list[str]:
-    """The tables whose last maintenance is older than LAKEMIRROR_MAINTENANCE_HOURS. A table
-    seen for the first time is stamped now: it has nothing to maintain yet."""
-    hours = maintenance_hours()
+def due_tables(warehouse: Location, names: Sequence[str], *, hours: float | None) -> list[str]:
+    """The tables whose last maintenance is older than `hours` (LAKEMIRROR_MAINTENANCE_HOURS;
+    None: never). A table seen for the first time is stamped now: it has nothing to maintain
+    yet."""
     if hours is None:
         return []
     layout, now = Warehouse(warehouse), time.time()
@@ -100,15 +100,8 @@ def due_tables(warehouse: Location, names: Sequence[str]) -> list[str]:
             if now - stamps.get(name, now if hours > 0 else 0.0) >= hours * 3600]
 
 
-def maintenance_hours() -> float | None:
-    """Hours between maintenances within `run`; None: never."""
-    if os.environ.get(MAINTENANCE_HOURS, "").strip().lower() == "never":
-        return None
-    return env_number(MAINTENANCE_HOURS, DEFAULT_MAINTENANCE_HOURS, "hours, or never")
-
-
 def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMaintenance:
-    schema, table = name.split(".", 1)
+    schema, table = split_qualified_name(name)
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
     folded = Compaction(0, 0)

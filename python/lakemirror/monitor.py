@@ -15,7 +15,8 @@ import pyarrow as pa
 from lakemirror.delta.access import is_delta_table, write_delta
 from lakemirror.delta.rows import query_table, read_control_table
 from lakemirror.errors import LandingZoneError
-from lakemirror.landing.zone import LandingZone, ZoneDoor, as_door, parse_json
+from lakemirror.landing.zone import LandingZone, as_door
+from lakemirror.landing.zone_door import ZoneDoor, parse_json
 from lakemirror.staging.layout import Warehouse
 from lakemirror.status import TableStatus
 from lakemirror.storage.location import Location

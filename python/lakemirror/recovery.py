@@ -8,9 +8,11 @@ from pathlib import PurePath
 
 from lakemirror.errors import ConfigError, LakemirrorError, MassDropError, RestoreError
 from lakemirror.landing import LandingTable, discover_tables
-from lakemirror.landing.discovery import ALL_TABLES, NAME, staging_table_name
+from lakemirror.landing.discovery import ALL_TABLES, NAME
 from lakemirror.landing.incarnation import MARKER, mark_incarnation, read_incarnation
-from lakemirror.landing.zone import ZoneDoor, as_door
+from lakemirror.landing.zone import as_door
+from lakemirror.landing.zone_door import ZoneDoor
+from lakemirror.naming import split_qualified_name, staging_table_name
 from lakemirror.staging.dropped import DroppedCopy, dropped_copies, restore_copy
 from lakemirror.staging.layout import STAGING_SCHEMA, Warehouse
 from lakemirror.staging.registry import register_relations
@@ -64,7 +66,7 @@ def restore_table(warehouse: Warehouse, name: str, zone: PurePath | ZoneDoor | N
     """Bring back the newest dropped copy of `name` ('schema.table'). Its folder in the
     `zone` (when known) must be there: one without a mark is marked as the copy's
     incarnation, so the next run goes on from it; one with another mark is refused."""
-    schema, _, table = name.partition(".")
+    schema, table = split_qualified_name(name)
     if not (NAME.fullmatch(schema) and NAME.fullmatch(table)):
         raise ConfigError(f"{name!r} is not a table name SCHEMA.TABLE",
                           hint="name it as `lakemirror status` or `lakemirror restore` lists "

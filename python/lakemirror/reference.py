@@ -1,6 +1,8 @@
 """Plain-Python reference model of the open mirroring `__rowMarker__` semantics.
 
-The Spark/dbt path is tested against this model; it favours clarity over speed.
+The Spark/dbt path is tested against this model; it favours clarity over speed. It is a test
+oracle, not part of the package's API: production code takes the contract from
+`lakemirror.contract`, as this model does.
 """
 
 from __future__ import annotations
@@ -8,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-ROW_MARKER = "__rowMarker__"
-INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
-VALID_MARKERS = frozenset({INSERT, UPDATE, DELETE, UPSERT})
+from lakemirror.contract import DELETE, INSERT, ROW_MARKER, VALID_MARKERS
 
 Row = dict[str, Any]
 
 
-class ReferenceError(ValueError):
+class ContractViolation(ValueError):
     """A change the contract does not allow (bad marker, update without keys)."""
 
 
@@ -51,9 +51,9 @@ def apply_changes(
             columns.update(dict.fromkeys(name for name in change if name != ROW_MARKER))
             marker = change.get(ROW_MARKER, default_marker)
             if marker not in VALID_MARKERS:
-                raise ReferenceError(f"invalid {ROW_MARKER} {marker!r}")
+                raise ContractViolation(f"invalid {ROW_MARKER} {marker!r}")
             if marker != INSERT and not keys:
-                raise ReferenceError("updates and deletes need keyColumns")
+                raise ContractViolation("updates and deletes need keyColumns")
             data = {name: value for name, value in change.items() if name != ROW_MARKER}
             key = _key_of(data, keys)
             if conditional_column is not None:

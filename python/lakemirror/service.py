@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lakemirror.delta.known_states import STATES_VAR, KnownStates
 from lakemirror.idle import as_last_recorded, built_with, nothing_new, project_state, record_build
 from lakemirror.landing import LandingTable
 from lakemirror.monitor import read_monitor, with_recorded_folders
@@ -33,6 +34,7 @@ class MirrorService:
     progress: Progress = silent
     dbt: Dbt = invoke_dbt  # how the build and the drops run dbt
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
+    known_states: KnownStates = field(default_factory=KnownStates)  # read by its last run
 
     def run(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Drop tables whose folder went away, ingest new files, generate models for new
@@ -50,11 +52,12 @@ class MirrorService:
             idle = (not dropped and not healed and built_with(layout) == _state(settings)
                     and nothing_new(ingested, previous, lambda r: ingest.is_mirrored(layout, r)))
             nodes = (build(settings, log, self.dbt, scope,
-                           damaged=ingest.damaged(layout, ingested))
+                           damaged=ingest.damaged(layout, ingested),
+                           run_vars=self._known_states_vars(), locks=opened.locks)
                      if staged and not idle else [])
             if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
                 record_build(layout, _state(settings))
-            statuses = record.statuses(settings, ingested, nodes)
+            statuses = record.statuses(settings, ingested, nodes, self.known_states)
             if idle:
                 log.progress("nothing new: no dbt build")
                 statuses = as_last_recorded(statuses, previous)
@@ -71,10 +74,17 @@ class MirrorService:
             retire.heal_returned(settings, log, landing, scope, opened)
             ingested = ingest.ingest(settings, log, _in_scope(landing, scope), opened)
             ingested = models.generate_models(settings, log, ingested, opened)
-            statuses = record.statuses(settings, ingested, [])
+            statuses = record.statuses(settings, ingested, [], self.known_states)
             dropped = with_recorded_folders(dropped, read_monitor(settings.layout))
             record.record_run(settings, log, ingested, statuses, scope, applied_now=False)
             return dropped + statuses
+
+    def _known_states_vars(self) -> dict[str, object]:
+        """The Delta states this service read, for a warm build (beside its kept parse); a
+        cold build's parse would take changed vars for a changed project and parse again."""
+        if not self.settings.warm:
+            return {}
+        return {STATES_VAR: self.known_states.current(self.settings.warehouse)}
 
     def _log(self) -> RunLog:
         """A new run's log; its warnings are the service's `run_warnings` from now on."""

@@ -21,10 +21,10 @@ from lakemirror.storage.location import Location
 
 
 def failed_ingest(table: LandingTable, error: Exception, warehouse: Location,
-                  base: IngestResult | None = None) -> IngestResult:
+                  base: IngestResult | None = None, *, debug: bool = False) -> IngestResult:
     """`table`'s failed ingest result for any error (classified as staging classifies its
-    own); `base` keeps what was staged before."""
-    failure = as_failure(error, table, file=None, warehouse=warehouse)
+    own; `debug` raises an unexpected one instead); `base` keeps what was staged before."""
+    failure = as_failure(error, table, file=None, warehouse=warehouse, debug=debug)
     return dataclasses.replace(base or IngestResult(table, "failed"), status="failed",
                                error=str(failure), error_class=failure.error_class,
                                error_type=type(failure).__name__)

@@ -11,8 +11,8 @@ from pathlib import PurePath
 
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
-from lakemirror.landing.readiness import settle_seconds
-from lakemirror.landing.zone import ZoneDoor, as_door
+from lakemirror.landing.zone import as_door
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
@@ -20,14 +20,15 @@ Signature = frozenset[tuple[str, int, int, bool]]
 TABLE_DEPTH = 2  # <Table>/ or <Schema>.schema/<Table>/
 
 
-def zone_signature(landing_zone: PurePath | ZoneDoor) -> Signature:
-    """Name, modification time, size and whether it settled (see `readiness`) of every entry
+def zone_signature(landing_zone: PurePath | ZoneDoor, *, settle_seconds: float) -> Signature:
+    """Name, modification time, size and whether it settled (for `settle_seconds`, see
+    `readiness`) of every entry
     in the zone's table folders (not in their `_ProcessedFiles` and other `_` or `.` folders,
     nor the incarnation mark lakemirror writes itself): it changes when a file lands, and when
     a file a table waits for settles. Listed through the zone's door, so a link is seen as
     itself and never followed."""
     door = as_door(landing_zone)
-    window_ns, now_ns = settle_seconds() * 1e9, time.time_ns()
+    window_ns, now_ns = settle_seconds * 1e9, time.time_ns()
     entries = set()
     folders = [(door.root, 0)]
     while folders:
@@ -53,7 +54,8 @@ def watch(service: MirrorService, interval: float, stop: threading.Event,
     service.settings = replace(service.settings, warm=True)
     seen: Signature | None = None
     while not stop.is_set():
-        signature = zone_signature(service.settings.zone)
+        signature = zone_signature(service.settings.zone,
+                                   settle_seconds=service.settings.env.settle_seconds)
         if signature != seen:
             seen = signature  # taken before the run: a file landing meanwhile runs it again
             on_run(service.run(tables))

@@ -18,12 +18,12 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
-from lakemirror.build import _environment
 from lakemirror.delta.rows import read_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService, RunSettings
+from lakemirror.settings import environment_set
 from lakemirror.storage.location import Location
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,7 +186,7 @@ def object_server(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     if reason is not None:
         pytest.skip(f"{kind} server skipped: {reason}")
     start = object_servers.azurite_server if kind == "azurite" else object_servers.s3_server
-    with start(tmp_path_factory.mktemp(kind)) as server, _environment(server.environment):
+    with start(tmp_path_factory.mktemp(kind)) as server, environment_set(server.environment):
         yield server
 
 

@@ -36,7 +36,8 @@ from lakemirror.bench.memory import csv_metadata, write_large_csv
 from lakemirror.bench.runner import BEST_DELTARS, BenchResult, ContenderResult
 from lakemirror.bench.rusage import measure
 from lakemirror.bench.wide import widen
-from lakemirror.reference import DELETE, INSERT, ROW_MARKER, UPDATE, UPSERT, apply_changes
+from lakemirror.contract import DELETE, INSERT, ROW_MARKER, UPDATE, UPSERT
+from lakemirror.reference import apply_changes
 
 MARKER_OF = {"insert": INSERT, "update": UPDATE, "delete": DELETE, "upsert": UPSERT}
 

@@ -293,9 +293,11 @@ def test_sail_rejects_a_merge_overlapping_a_blind_append_under_either_level(tmp_
     from pyspark.sql import SparkSession
 
     from lakemirror.service import engine_address
+    from lakemirror.settings import read_settings
 
     path = tmp_path / "t"
-    sessions = [SparkSession.builder.remote(engine_address().url).create() for _ in range(2)]
+    url = engine_address(read_settings()).url
+    sessions = [SparkSession.builder.remote(url).create() for _ in range(2)]
     sessions[0].sql(f"create table t using delta location '{path}' tblproperties "
                     f"('delta.isolationLevel' = '{level}') "
                     "as select id, id as v from range(0, 3000000)").collect()

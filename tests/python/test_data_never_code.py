@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 from lakemirror.codegen.quoting import sql_identifier
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import engine_address
+from lakemirror.settings import read_settings
 
 from conftest import as_multiset, mirrored_rows
 
@@ -162,7 +163,7 @@ def test_the_engine_takes_any_name_quoted_by_sql_identifier(tmp_path):
 
     names = ["id", *HOSTILE_COLUMNS, "line\nbreak", SECRET_KEY, "note{#1"]
     columns = ", ".join(f"{sql_identifier(name)} string" for name in names)
-    spark = SparkSession.builder.remote(engine_address().url).create()
+    spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
     try:
         table = sql_identifier(f"quoting_{tmp_path.name}")
         spark.sql(f"create table {table} ({columns}) using delta "

@@ -760,12 +760,13 @@ def test_the_header_row_may_be_longer_than_a_block(tmp_path):
     ("data.csv", 20, "holds more than 20 bytes, the most"),
     ("data.csv.gz", 20, "holds more than 20 bytes once decompressed"),
 ])
-def test_max_text_bytes_still_caps_a_file(tmp_path, monkeypatch, name, limit, words):
+def test_max_text_bytes_still_caps_a_file(tmp_path, name, limit, words):
     content = b"a\r\n" + b"1\r\n" * 20
     path = write(tmp_path, gzip.compress(content) if name.endswith(".gz") else content, name)
-    monkeypatch.setenv(delimited.MAX_TEXT_BYTES, str(limit))
-    with tiny(4):
-        message = failure(path)
+    with tiny(4), pytest.raises(UnreadableFileError) as raised:
+        list(open_delimited(path, DelimitedFormat(), None, table=TABLE,
+                            max_text_bytes=limit).batches())
+    message = str(raised.value)
     assert words in message and delimited.MAX_TEXT_BYTES in message
 
 

@@ -45,8 +45,9 @@ def engine_rows(service, table):
     from pyspark.sql import SparkSession
 
     from lakemirror.service import engine_address
+    from lakemirror.settings import read_settings
 
-    spark = SparkSession.builder.remote(engine_address().url).create()
+    spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
     try:
         data = spark.read.format("delta").load(str(service.settings.warehouse / "dbo" / table))
         return as_multiset([row.asDict() for row in data.select("id", "v").collect()])
@@ -305,20 +306,6 @@ def test_drop_feature_is_refused_on_the_embedded_engine_and_for_undroppable_feat
         assert node.failed and message in node.message, node.message
 
 
-def test_the_macros_and_inspect_share_one_feature_catalog(tmp_path, capsys):
-    from lakemirror.delta.features import FEATURES
-
-    _, service = mirror_setup(tmp_path)
-    printed = run_macro(service, capsys,
-                        "{% do print(tojson(lakemirror.delta_feature_catalog())) %}")
-    [line] = re.findall(r"^\{.*\}$", printed, re.MULTILINE)
-    assert json.loads(line) == {
-        feature.name: {"kind": feature.kind, "reader": feature.min_reader_version,
-                       "writer": feature.min_writer_version, "property": feature.property,
-                       "value": feature.property_value, "droppable": feature.droppable}
-        for feature in FEATURES}
-
-
 OWN_MODEL = """{{{{ config(materialized='{materialized}', unique_key='id',
     isolation_level='Serializable', delta_features=['checkConstraints'],
     tblproperties={{'team.owner': '{owner}'}}) }}}}
@@ -432,16 +419,3 @@ def test_reader_set_from_the_var_and_its_mistakes(tmp_path):
     opted_out = log_of(service, "opted_out")
     assert opted_out["protocol"] == (1, 2)
     assert opted_out["configuration"]["delta.enableDeletionVectors"] == "false"
-
-
-def test_the_macros_and_doctor_share_the_reader_profiles(tmp_path, capsys):
-    from lakemirror.delta import DEFAULT_READERS, PROFILES, deletion_vector_blockers
-
-    _, service = mirror_setup(tmp_path)
-    printed = run_macro(service, capsys,
-                        "{% do print(tojson(lakemirror.delta_reader_profiles())) %}")
-    [line] = re.findall(r"^\{.*\}$", printed, re.MULTILINE)
-    blockers = deletion_vector_blockers(PROFILES.values())
-    assert json.loads(line) == {
-        "default": list(DEFAULT_READERS),
-        "reads_deletion_vectors": {name: name not in blockers for name in PROFILES}}

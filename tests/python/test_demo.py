@@ -7,6 +7,7 @@ from deltalake import DeltaTable
 from lakemirror.demo import run_demo
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
 from lakemirror.reference import apply_changes
+from lakemirror.settings import read_settings
 
 from conftest import as_multiset, copy_project, mirrored_rows
 
@@ -22,7 +23,7 @@ def published_files(zone, folder):
 
 def test_demo_mirrors_every_table_like_the_reference_and_builds_the_marts(tmp_path):
     lines = []
-    exit_code = run_demo(tmp_path / "demo", echo=lines.append,
+    exit_code = run_demo(tmp_path / "demo", echo=lines.append, env=read_settings(),
                          project_dir=copy_project(tmp_path / "project"))
     output = "\n".join(lines)
     assert exit_code == 0, output

@@ -6,25 +6,29 @@ import sys
 
 import pytest
 
-START_AND_STOP = "from lakemirror.engine.sail import ChildEngine; ChildEngine().kill()"
+# A run's engine, with the settings a run reads at its start.
+START_AND_STOP = ("from lakemirror.run.dbt import embedded_engine; "
+                  "from lakemirror.settings import read_settings; "
+                  "address, engine = embedded_engine(env=read_settings()); "
+                  "print(address.port); engine.kill()")
 
 
-def engine_stderr(**variables: str) -> str:
+def start_and_stop(**variables: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items()
-           if key not in ("LAKEMIRROR_LOG", "LAKEMIRROR_DEBUG")}
+           if key not in ("LAKEMIRROR_LOG", "LAKEMIRROR_DEBUG", "LAKEMIRROR_ENGINE_PORT")}
     started = subprocess.run([sys.executable, "-c", START_AND_STOP], env={**env, **variables},
                              capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
-    return started.stderr
+    return started
 
 
 def test_the_engine_is_quiet_by_default():
-    assert engine_stderr() == ""
+    assert start_and_stop().stderr == ""
 
 
 @pytest.mark.parametrize("variable", ["LAKEMIRROR_LOG", "LAKEMIRROR_DEBUG"])
 def test_the_engine_log_is_shown_when_asked_for(variable):
-    assert "Spark Connect server" in engine_stderr(**{variable: "1"})
+    assert "Spark Connect server" in start_and_stop(**{variable: "1"}).stderr
 
 
 def test_the_in_process_engine_listens_on_the_port_set():
@@ -33,10 +37,5 @@ def test_the_in_process_engine_listens_on_the_port_set():
     from spark_cluster import free_port
 
     port = free_port()
-    started = subprocess.run(
-        [sys.executable, "-c", "from lakemirror.engine.sail import ChildEngine; "
-         "engine = ChildEngine(); print(engine.address.port); engine.kill()"],
-        env={**os.environ, "LAKEMIRROR_ENGINE_PORT": str(port)},
-        capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr
+    started = start_and_stop(LAKEMIRROR_ENGINE_PORT=str(port))
     assert started.stdout.split() == [str(port)]

@@ -202,7 +202,6 @@ def test_an_unexpected_error_in_one_table_fails_it_alone(tmp_path, monkeypatch):
 
     from lakemirror.cli.main import cli
 
-    monkeypatch.setenv("LAKEMIRROR_DEBUG", "")  # --debug sets it: restored after the test
     debugged = CliRunner().invoke(cli, [
         "--debug", "run", "--landing-zone", str(zone.root),
         "--warehouse", str(service.settings.warehouse),
@@ -240,7 +239,7 @@ def test_a_full_warehouse_disk_is_reported_as_disk_full(tmp_path, small_disk):
 
 
 def test_a_deleted_table_whose_generated_model_no_longer_parses_is_still_dropped(tmp_path):
-    from lakemirror.codegen.models import _write_generated
+    from lakemirror.codegen.generated import write_generated
 
     zone, service = mirror_setup(tmp_path)
     for table in ("Old", "Good"):
@@ -249,7 +248,7 @@ def test_a_deleted_table_whose_generated_model_no_longer_parses_is_still_dropped
     service.run()
     # as an older lakemirror generated it from a hostile key: unedited, and breaking the parse
     model = service.settings.project_dir / "models/mirror/dbo/dbo__old.sql"
-    _write_generated(model, '{{ exceptions.raise_compiler_error("old model") }}\n', "--")
+    write_generated(model, '{{ exceptions.raise_compiler_error("old model") }}\n', "--")
     subprocess.run(["rm", "-r", str(zone.root / "Old")], check=True)
     zone.write("Good", 2, SECOND, SCHEMA)
 

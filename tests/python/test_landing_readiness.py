@@ -16,8 +16,8 @@ from deltalake import DeltaTable
 from lakemirror.cli.main import cli
 from lakemirror.errors import ConfigError
 from lakemirror.landing import discover_tables
-from lakemirror.landing.readiness import SETTLE_SECONDS, settle_seconds
 from lakemirror.reference import ROW_MARKER, apply_changes
+from lakemirror.settings import SETTLE_SECONDS, read_settings
 from lakemirror.staging import Warehouse, ingest_table
 
 from conftest import as_multiset, copy_project, mirrored_rows
@@ -34,9 +34,9 @@ def parquet_bytes(rows) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def ingest(zone_root, warehouse):
+def ingest(zone_root, warehouse, settle_seconds=0.0):
     [table] = discover_tables(zone_root)
-    return ingest_table(table, Warehouse(warehouse))
+    return ingest_table(table, Warehouse(warehouse), settle_seconds=settle_seconds)
 
 
 def staged_ids(warehouse):
@@ -78,33 +78,30 @@ def test_files_after_one_in_flight_wait_for_it(zone, table_folder, tmp_path):
 
 
 def test_a_complete_parquet_file_is_staged_at_once_within_the_settle_window(
-        zone, table_folder, tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTLE_SECONDS, "600")
+        zone, table_folder, tmp_path):
     (table_folder / FIRST).write_bytes(parquet_bytes([{"id": 1, "v": "a", M: 0}]))
-    result = ingest(zone.root, tmp_path / "wh")
+    result = ingest(zone.root, tmp_path / "wh", settle_seconds=600)
     assert (result.status, result.last_sequence) == ("replicating", 1), result.error
 
 
 def test_a_truncated_parquet_file_waits_within_the_window_then_fails(zone, table_folder,
-                                                                       tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTLE_SECONDS, "600")
+                                                                       tmp_path):
     (table_folder / FIRST).write_bytes(parquet_bytes([{"id": 1, "v": "a", M: 0}])[:-30])
-    result = ingest(zone.root, tmp_path / "wh")
+    result = ingest(zone.root, tmp_path / "wh", settle_seconds=600)
     assert result.status == "waiting" and "settle window" in result.error
     assert FIRST in result.error and SETTLE_SECONDS in result.error
     age(table_folder / FIRST, 601)
-    result = ingest(zone.root, tmp_path / "wh")
+    result = ingest(zone.root, tmp_path / "wh", settle_seconds=600)
     assert (result.status, result.error_type) == ("failed", "UnreadableFileError"), result.error
 
 
-def test_a_delimited_file_is_staged_once_it_settled(zone, tmp_path, monkeypatch):
+def test_a_delimited_file_is_staged_once_it_settled(zone, tmp_path):
     folder = zone.table("T", None)
     (folder / "00000000000000000001.csv").write_bytes(CSV)
-    monkeypatch.setenv(SETTLE_SECONDS, "600")
-    result = ingest(zone.root, tmp_path / "wh")
+    result = ingest(zone.root, tmp_path / "wh", settle_seconds=600)
     assert result.status == "waiting" and "00000000000000000001.csv" in result.error
     age(folder / "00000000000000000001.csv", 601)
-    result = ingest(zone.root, tmp_path / "wh")
+    result = ingest(zone.root, tmp_path / "wh", settle_seconds=600)
     assert (result.status, result.last_sequence) == ("replicating", 1), result.error
 
 
@@ -150,8 +147,7 @@ def test_a_one_shot_run_waits_out_the_window_of_files_that_just_landed(zone, tmp
 
 
 def test_a_file_still_changing_after_the_wait_keeps_its_table_waiting(zone, table_folder,
-                                                                        tmp_path, monkeypatch):
-    monkeypatch.setenv(SETTLE_SECONDS, "600")
+                                                                        tmp_path):
     (table_folder / "00000000000000000001.csv").write_bytes(CSV)
     waits = []
 
@@ -160,7 +156,7 @@ def test_a_file_still_changing_after_the_wait_keeps_its_table_waiting(zone, tabl
         (table_folder / "00000000000000000001.csv").write_bytes(CSV + b"2,b,0\r\n")
 
     [table] = discover_tables(zone.root)
-    result = ingest_table(table, Warehouse(tmp_path / "wh"), settle=settle)
+    result = ingest_table(table, Warehouse(tmp_path / "wh"), settle=settle, settle_seconds=600)
     assert (result.status, result.last_sequence) == ("waiting", 0)
     assert "settle window" in result.error
     [waited] = waits  # once, for at most the window
@@ -168,15 +164,13 @@ def test_a_file_still_changing_after_the_wait_keeps_its_table_waiting(zone, tabl
 
 
 @pytest.mark.parametrize("value", ["-1", "soon", "inf", "nan"])
-def test_a_bad_settle_window_is_a_config_error(monkeypatch, value):
-    monkeypatch.setenv(SETTLE_SECONDS, value)
+def test_a_bad_settle_window_is_a_config_error(value):
     with pytest.raises(ConfigError, match=SETTLE_SECONDS):
-        settle_seconds()
+        read_settings({SETTLE_SECONDS: value})
 
 
-def test_the_settle_window_defaults_to_two_seconds(monkeypatch):
-    monkeypatch.delenv(SETTLE_SECONDS)
-    assert settle_seconds() == 2.0
+def test_the_settle_window_defaults_to_two_seconds():
+    assert read_settings({}).settle_seconds == 2.0
 
 
 # -- hidden entries, partition folders, warnings in the JSON -----------------------------------

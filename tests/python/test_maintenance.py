@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,6 +21,7 @@ from lakemirror.delta.rows import read_table, table_row_count, without_views
 from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService, RunSettings
+from lakemirror.settings import MAINTENANCE_HOURS, read_settings
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.compaction import compact_staging
 
@@ -123,7 +125,7 @@ def test_a_crash_mid_compaction_leaves_staging_as_it_was(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, "never")
+    monkeypatch.setenv(MAINTENANCE_HOURS, "never")
     zone, service = mirror_setup(tmp_path)
     folder = zone.table("T", None)
     (folder / "_metadata.json").write_text(
@@ -165,7 +167,9 @@ def test_maintain_folds_compacts_and_vacuums_and_mirroring_goes_on(tmp_path, mon
     shutil.rmtree(mirrored)
     assert all(not s.unhealthy for s in service.run())
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(data)
-    assert Counter(maintenance.due_tables(service.settings.warehouse, ["dbo.t"])) == Counter()
+    assert Counter(maintenance.due_tables(service.settings.warehouse, ["dbo.t"],
+                                          hours=service.settings.env.maintenance_hours)
+                   ) == Counter()
 
 
 @pytest.mark.slow
@@ -173,7 +177,7 @@ def test_maintain_folds_a_table_with_deletion_vectors_and_text_keys(tmp_path, mo
     """With deletion vectors delta-rs reads the mirrored table through its SQL engine, whose
     text columns (string_view) Arrow cannot join on: the fold of a text key with a
     ConditionalUpdateColumn still runs, and a rebuild gives the same table."""
-    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, "never")
+    monkeypatch.setenv(MAINTENANCE_HOURS, "never")
     zone = Zone(tmp_path / "LandingZone")
     folder = zone.table("T", None)
     (folder / "_metadata.json").write_text(
@@ -220,7 +224,7 @@ def test_view_types_are_read_as_plain_types_nested_ones_included():
 
 
 @pytest.mark.slow
-def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch):
+def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path):
     zone, service = mirror_setup(tmp_path)
     zone.table("T", ["id"])
     staging = service.settings.layout.staging_path("dbo", "t")
@@ -229,7 +233,7 @@ def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch
     zone.write("T", 2, [{"id": 1, "c": 2, "v": "b", M: 1}], SCHEMA)
     service.run()  # within the default 24 hours: not due
     assert DeltaTable(str(staging)).to_pyarrow_table().num_rows == 2
-    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, "0")
+    service.settings = replace(service.settings, env=read_settings({MAINTENANCE_HOURS: "0"}))
     zone.write("T", 3, [{"id": 1, "c": 3, "v": "c", M: 1}], SCHEMA)
     [status] = service.run()
     assert status.status == "replicating" and service.run_warnings == []
@@ -239,9 +243,8 @@ def test_run_maintains_a_table_when_its_maintenance_is_due(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("value", ["-2", "daily", "inf"])
-def test_a_bad_maintenance_interval_is_a_config_error(monkeypatch, value):
+def test_a_bad_maintenance_interval_is_a_config_error(value):
     from lakemirror.errors import ConfigError
 
-    monkeypatch.setenv(maintenance.MAINTENANCE_HOURS, value)
-    with pytest.raises(ConfigError, match=maintenance.MAINTENANCE_HOURS):
-        maintenance.maintenance_hours()
+    with pytest.raises(ConfigError, match=MAINTENANCE_HOURS):
+        read_settings({MAINTENANCE_HOURS: value})

@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakemirror.run.dbt import embedded_engine
+from lakemirror.settings import read_settings
 from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
 from lakemirror.project import init_project
@@ -27,7 +28,7 @@ from test_cli import BIN
 def test_the_engine_started_with_the_warehouses_settings_writes_there(object_store_server):
     server = object_store_server
     location = parse_location(server.url(server.fresh_prefix("wh")), server.options)
-    address, _ = embedded_engine(engine_environment(location))
+    address, _ = embedded_engine(engine_environment(location), env=read_settings())
     spark = SparkSession.builder.remote(address.url).create()
     try:
         spark.sql(f"create table t (id int, v string) using delta location "
@@ -46,14 +47,14 @@ def test_the_engine_started_with_the_warehouses_settings_writes_there(object_sto
 def test_two_warehouses_with_other_settings_get_two_engines(s3_server):
     def engine(options):
         location = parse_location(s3_server.url("wh"), options)
-        return embedded_engine(engine_environment(location))[1]
+        return embedded_engine(engine_environment(location), env=read_settings())[1]
 
     first = engine(s3_server.options)
     assert engine(dict(s3_server.options)) is first
     other = engine({**s3_server.options, "access_key_id": "another-key"})
     assert other is not first and other.pid != first.pid
-    assert embedded_engine(engine_environment(parse_location("/tmp/wh")))[1] not in (
-        first, other)
+    local = engine_environment(parse_location("/tmp/wh"))
+    assert embedded_engine(local, env=read_settings())[1] not in (first, other)
 
 
 @pytest.mark.parametrize("kind", ["azurite", "s3"])
@@ -122,7 +123,8 @@ def test_the_configured_port_goes_to_one_engine_and_another_takes_a_free_one(s3_
 
     def engine(key):
         options = {**s3_server.options, "access_key_id": f"{key}-{port}"}
-        return embedded_engine(engine_environment(parse_location(s3_server.url("wh"), options)))
+        location = parse_location(s3_server.url("wh"), options)
+        return embedded_engine(engine_environment(location), env=read_settings())
 
     first_address, first = engine("first")
     second_address, second = engine("second")

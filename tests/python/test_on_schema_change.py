@@ -15,6 +15,7 @@ from deltalake import DeltaTable
 from lakemirror.build import dbt_invoke
 from lakemirror.node_result import NodeResult
 from lakemirror.service import engine_address
+from lakemirror.settings import read_settings
 
 from conftest import ENGINES, as_multiset, copy_project
 
@@ -94,7 +95,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     runs = Runs(root / "warehouse")
     env = {"LAKEMIRROR_WAREHOUSE": str(runs.warehouse)}
     if request.param == "embedded":
-        address = engine_address()
+        address = engine_address(read_settings())
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}
     for version in ("before", "after", "after"):

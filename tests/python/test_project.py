@@ -17,6 +17,7 @@ from lakemirror.project import (
     profiles_dir,
     project_name,
 )
+from lakemirror.settings import read_settings
 
 from conftest import REPO
 
@@ -90,17 +91,16 @@ def test_run_uses_the_project_in_the_current_directory_and_says_when_there_is_no
 
 
 def test_profiles_are_found_as_dbt_finds_them(tmp_path, monkeypatch):
-    monkeypatch.delenv("DBT_PROFILES_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     project = tmp_path / "project"
     (project / "profiles").mkdir(parents=True)
-    assert profiles_dir(project) == tmp_path / "home" / ".dbt"
+    assert profiles_dir(project, None) == tmp_path / "home" / ".dbt"
     (project / "profiles" / "profiles.yml").write_text("{}")  # lakemirror's repository
-    assert profiles_dir(project) == project / "profiles"
+    assert profiles_dir(project, None) == project / "profiles"
     (project / "profiles.yml").write_text("{}")  # next to dbt_project.yml, as dbt looks
-    assert profiles_dir(project) == project
-    monkeypatch.setenv("DBT_PROFILES_DIR", str(tmp_path / "elsewhere"))
-    assert profiles_dir(project) == tmp_path / "elsewhere"
+    assert profiles_dir(project, None) == project
+    configured = read_settings({"DBT_PROFILES_DIR": str(tmp_path / "elsewhere")})
+    assert profiles_dir(project, configured.dbt_profiles_dir) == tmp_path / "elsewhere"
 
 
 def test_the_dbt_package_is_found_and_its_path_printed():

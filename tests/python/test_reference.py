@@ -2,7 +2,8 @@
 
 import pytest
 
-from lakemirror.reference import ROW_MARKER, ReferenceError, apply_changes
+from lakemirror.contract import ROW_MARKER
+from lakemirror.reference import ContractViolation, apply_changes
 
 M = ROW_MARKER
 
@@ -46,12 +47,12 @@ def test_composite_keys_and_last_change_wins_in_row_order():
 
 @pytest.mark.parametrize("marker", [1, 2, 4])
 def test_updates_and_deletes_need_keys(marker):
-    with pytest.raises(ReferenceError, match="keyColumns"):
+    with pytest.raises(ContractViolation, match="keyColumns"):
         apply_changes([[{"v": 1, M: marker}]], [])
 
 
 def test_unknown_marker_is_rejected():
-    with pytest.raises(ReferenceError, match="invalid"):
+    with pytest.raises(ContractViolation, match="invalid"):
         apply_changes([[{"id": 1, M: 3}]], ["id"])
 
 

@@ -90,17 +90,17 @@ def test_the_connector_jars_are_looked_for_next_to_deltas(tmp_path):
     assert connector_missing(location, str(tmp_path)) is None
 
 
-def test_the_targets_that_cannot_reach_the_warehouse_are_refused(tmp_path, monkeypatch):
+def test_the_targets_that_cannot_reach_the_warehouse_are_refused(tmp_path):
     location = parse_location("s3://lake/wh", MOTO)
-    monkeypatch.setenv("LAKEMIRROR_DELTA_JARS", str(tmp_path))
+    jars = str(tmp_path)
     with pytest.raises(ConfigError, match=r"holds no hadoop-aws-\*\.jar and no bundle-\*\.jar"):
-        refuse_unreachable_warehouse(location, "spark")
+        refuse_unreachable_warehouse(location, "spark", jars)
     (tmp_path / "hadoop-aws-3.4.1.jar").touch()
     (tmp_path / "bundle-2.24.6.jar").touch()
-    refuse_unreachable_warehouse(location, "spark")
-    refuse_unreachable_warehouse(location, "connect")  # its server is asked by the run
+    refuse_unreachable_warehouse(location, "spark", jars)
+    refuse_unreachable_warehouse(location, "connect", jars)  # its server is asked by the run
     with pytest.raises(ConfigError, match="the thrift target does not mirror into"):
-        refuse_unreachable_warehouse(location, "thrift")
+        refuse_unreachable_warehouse(location, "thrift", jars)
 
 
 STACK = "\n\nJVM stacktrace:\norg.apache.hadoop.fs.FileSystem.get(FileSystem.java:403)"

@@ -28,37 +28,34 @@ def test_signature_changes_when_a_file_lands_but_not_for_processed_files(tmp_pat
     zone.table("T", ["id"])
     zone.table("Sales.schema/Orders", ["id"])
     (zone.root / "T" / "_lakemirror.json").write_text("{}")  # lakemirror's own mark
-    before = zone_signature(zone.root)
+    before = zone_signature(zone.root, settle_seconds=0)
     zone.write("Sales.schema/Orders", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
-    landed = zone_signature(zone.root)
+    landed = zone_signature(zone.root, settle_seconds=0)
     assert landed != before
     processed = zone.root / "T" / "_ProcessedFiles"
     processed.mkdir()
     (processed / "00000000000000000001.parquet").write_bytes(b"old")
-    assert zone_signature(zone.root) == landed
+    assert zone_signature(zone.root, settle_seconds=0) == landed
 
 
-def test_signature_changes_when_a_file_settles(tmp_path, monkeypatch):
+def test_signature_changes_when_a_file_settles(tmp_path):
     """A table waiting for a file in the settle window runs again once the file settled,
     though nothing changed on disk."""
     zone = Zone(tmp_path / "LandingZone")
     path = zone.table("T", None) / "00000000000000000001.csv"
     path.write_text("id,__rowMarker__\r\n1,0\r\n")
-    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "600")
-    writing = zone_signature(zone.root)
-    assert zone_signature(zone.root) == writing
-    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "0.001")  # the window has passed
+    writing = zone_signature(zone.root, settle_seconds=600)
+    assert zone_signature(zone.root, settle_seconds=600) == writing
     time.sleep(0.01)
-    assert zone_signature(zone.root) != writing
+    assert zone_signature(zone.root, settle_seconds=0.001) != writing  # the window has passed
 
 
-def test_a_warm_run_leaves_a_settling_file_for_its_next_run_without_waiting(tmp_path,
-                                                                            monkeypatch):
+def test_a_warm_run_leaves_a_settling_file_for_its_next_run_without_waiting(tmp_path):
     """`run --watch` runs again once the file settled (above), so it never waits it out."""
     zone, service = mirror_setup(tmp_path)
     (zone.table("T", ["id"]) / "00000000000000000001.csv").write_text("id,__rowMarker__\r\n1,0\r\n")
-    monkeypatch.setenv("LAKEMIRROR_SETTLE_SECONDS", "600")
-    service.settings = replace(service.settings, warm=True)  # as watch() sets it
+    service.settings = replace(service.settings, warm=True,  # as watch() sets it
+                               env=replace(service.settings.env, settle_seconds=600))
     with fail_if_hung(60, "a warm run waited out the settle window"):
         [status] = service.run()
     assert status.status == "waiting" and "settle window" in status.error

@@ -35,6 +35,7 @@ from lakemirror.landing import discover_tables, sequence_file_name
 from lakemirror.landing import zone as zone_module
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.reference import ROW_MARKER
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 from lakemirror.staging import IngestResult, StagingTable, Warehouse, ingest_table
 from lakemirror.staging import ingest as ingest_module
 from lakemirror.staging.lifecycle import find_retirements
@@ -96,12 +97,13 @@ class World:
     def bad(self) -> Path:
         return self.zone / "Bad"
 
-    def ingest(self) -> dict[str, IngestResult]:
+    def ingest(self, max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> dict[str, IngestResult]:
         """Ingest every table; a name given twice (colliding folders) keeps the last result,
         after checking that both results are the same failure."""
         results: dict[str, IngestResult] = {}
         for table in discover_tables(self.zone):
-            result = ingest_table(table, self.warehouse, retention_days=0)
+            result = ingest_table(table, self.warehouse, retention_days=0,
+                                  max_text_bytes=max_text_bytes)
             earlier = results.setdefault(table.qualified_name, result)
             assert (earlier.status, earlier.error_type) == (result.status, result.error_type)
         return results
@@ -517,7 +519,7 @@ def test_read_only_zone_fails_the_table_when_a_file_must_move(world, monkeypatch
 
 
 def test_unexpected_error_is_a_system_failure_not_a_traceback(world, monkeypatch):
-    def broken(*args: Any) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
         raise KeyError("oops")
     monkeypatch.setattr(ingest_module, "detect_files", broken)
     failed = world.ingest()["dbo.bad"]
@@ -534,15 +536,14 @@ def bomb(path: Path, size: int) -> None:
             stream.write(bytes(1 << 20))
 
 
-def test_decompression_bomb_is_refused_within_the_limit(world, monkeypatch):
+def test_decompression_bomb_is_refused_within_the_limit(world):
     csv = world.zone / "Csv"
     csv.mkdir()
     (csv / "_metadata.json").write_text('{"keyColumns": ["id"], "FileFormat": "CSV"}')
     bomb(csv / "00000000000000000001.csv.gz", 64 << 20)
-    monkeypatch.setenv("LAKEMIRROR_MAX_TEXT_BYTES", str(1 << 20))
     tracemalloc.start()
     try:
-        results = world.ingest()
+        results = world.ingest(max_text_bytes=1 << 20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -14,7 +14,8 @@ import obstore
 import pytest
 
 from conftest import Zone, copy_project
-from lakemirror.landing.zone import ZoneDoor, open_zone
+from lakemirror.landing.zone import open_zone
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.service import MirrorService, RunSettings
 from lakemirror.status import TableStatus
 from lakemirror.storage import ObjectLocation, parse_location

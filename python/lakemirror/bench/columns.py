@@ -7,7 +7,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemirror.reference import DELETE, ROW_MARKER
+from lakemirror.contract import DELETE, ROW_MARKER
 
 KEY = "id"
 SCHEMA = pa.schema([

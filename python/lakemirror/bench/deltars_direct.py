@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from lakemirror.bench.columns import KEY
 from lakemirror.bench.files import change_files
 from lakemirror.bench.reference_state import last_change_per_key, read_changes
-from lakemirror.reference import DELETE, ROW_MARKER
+from lakemirror.contract import DELETE, ROW_MARKER
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable

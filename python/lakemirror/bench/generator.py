@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 
 from lakemirror.bench.columns import KEY, Keys, Markers, change_rows
 from lakemirror.bench.spec import OPS, BenchSpec, Op
+from lakemirror.contract import DELETE, INSERT, UPDATE, UPSERT
 from lakemirror.landing import sequence_file_name
-from lakemirror.reference import DELETE, INSERT, UPDATE, UPSERT
 
 MARKERS: dict[Op, int] = {"insert": INSERT, "update": UPDATE, "delete": DELETE,
                           "upsert": UPSERT}

@@ -20,14 +20,18 @@ import pyarrow.parquet as pq
 
 from lakemirror.bench.columns import SCHEMA, change_rows
 from lakemirror.bench.rusage import measure
+from lakemirror.contract import ROW_MARKER
 from lakemirror.landing import sequence_file_name
-from lakemirror.reference import ROW_MARKER
+from lakemirror.settings import (
+    DEFAULT_MAX_TEXT_BYTES,
+    MAX_TEXT_BYTES,
+    process_environment,
+)
 
 BATCH_ROWS = 500_000
 BYTES_PER_ROW = 100  # about what a generated row takes, to size the batches of a small file
 TABLE = "Big"
 FileFormat = Literal["parquet", "csv"]
-MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
 CSV_TYPES = {pa.int64(): "Int64", pa.int32(): "Int32", pa.float64(): "Double",
              pa.bool_(): "Boolean", pa.date32(): "IDate", pa.timestamp("us"): "DateTime"}
 SETTLED_AGO_SECONDS = 3_600  # a CSV has no footer: make it look settled at once
@@ -72,8 +76,8 @@ def measure_ingest_memory(directory: Path, gigabytes: float, progress: Callable[
         (folder / "_metadata.json").write_text('{"keyColumns": ["id"]}')
     size = path.stat().st_size
     progress(f"memory: ingesting {rows:,} rows ({size / 1024**3:.2f} GB)")
-    env = dict(os.environ)
-    if file_format == "csv" and size >= int(env.get(MAX_TEXT_BYTES) or 2 << 30):
+    env = process_environment()
+    if file_format == "csv" and size >= int(env.get(MAX_TEXT_BYTES) or DEFAULT_MAX_TEXT_BYTES):
         env[MAX_TEXT_BYTES] = str(size + 1)
     log, idle = directory / "stderr.log", directory / "idle.json"
     with log.open("w") as errors:

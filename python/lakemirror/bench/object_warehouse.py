@@ -32,6 +32,7 @@ from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verification import verify
 from lakemirror.delta.rows import read_table
 from lakemirror.engine.sail import EngineAddress, answers
+from lakemirror.settings import STORAGE_OPTIONS, process_environment
 from lakemirror.storage import parse_location
 
 BUCKET = "bench"
@@ -102,7 +103,7 @@ def _mirror(directory: Path, spec: BenchSpec, warehouse: str,
     table's expected final rows."""
     tables = generate_zone(directory / "zone", spec)
     expected = {table.name.lower(): final_state(read_changes(table.files)) for table in tables}
-    environment = {**os.environ, "LAKEMIRROR_STORAGE_OPTIONS": json.dumps(options)}
+    environment = process_environment({STORAGE_OPTIONS: json.dumps(options)})
     started = time.perf_counter()
     done = subprocess.run([*lakemirror_command(), "run", "--json", "--landing-zone",
                            str(directory / "zone" / "LandingZone"), "--warehouse", warehouse,

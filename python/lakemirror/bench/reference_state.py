@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakemirror.bench.columns import KEY
-from lakemirror.reference import DELETE, ROW_MARKER
+from lakemirror.contract import DELETE, ROW_MARKER
 
 
 def read_changes(files: Sequence[Path]) -> pa.Table:

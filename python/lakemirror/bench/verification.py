@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakemirror.bench.columns import KEY
-from lakemirror.reference import ROW_MARKER
+from lakemirror.contract import ROW_MARKER
 
 IGNORED_PREFIX = "_lm_"
 

@@ -26,8 +26,8 @@ from lakemirror.bench.idle_run import lakemirror_command
 from lakemirror.bench.reference_state import final_state, read_changes
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verification import verify
+from lakemirror.contract import DELETE, ROW_MARKER
 from lakemirror.delta.rows import read_table
-from lakemirror.reference import DELETE, ROW_MARKER
 from lakemirror.staging import Warehouse
 
 NARROW_COLUMNS = 10  # the generated rows' data columns, key included

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from lakemirror.cli.locations import WAREHOUSE
+from lakemirror.settings import Settings
 
 if TYPE_CHECKING:
     from lakemirror.storage import Location
@@ -30,7 +32,7 @@ def start(port: int | None, warehouse: Location | None) -> None:
     from lakemirror.storage.engine_settings import engine_environment
 
     environment = engine_environment(warehouse) if warehouse is not None else {}
-    address = start_background(port or DEFAULT_PORT, environment=environment)
+    address = start_background(port or DEFAULT_PORT, home=_home(), environment=environment)
     click.echo(f"engine running at {address.url}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
                f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
@@ -42,7 +44,7 @@ def stop() -> None:
     """Stop the background engine."""
     from lakemirror.engine import stop_background
 
-    click.echo("engine stopped" if stop_background() else "no engine was running")
+    click.echo("engine stopped" if stop_background(_home()) else "no engine was running")
 
 
 @engine.command()
@@ -50,6 +52,16 @@ def status() -> None:
     """Say whether the background engine runs (exit 0) or not (exit 1)."""
     from lakemirror.engine import background_engine
 
-    address = background_engine()
+    address = background_engine(_home())
     click.echo(f"engine running at {address.url}" if address else "engine not running")
     sys.exit(0 if address else 1)
+
+
+def cli_settings() -> Settings:
+    """The LAKEMIRROR_* settings the `lakemirror` command read when it started."""
+    settings: Settings = click.get_current_context().find_root().obj
+    return settings
+
+
+def _home() -> Path:
+    return cli_settings().home

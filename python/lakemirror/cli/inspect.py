@@ -15,15 +15,14 @@ from lakemirror.delta import (
     TableLog,
     Verdict,
     deletion_vector_blockers,
-    find_tables,
     judge,
     read_log,
-    select_table,
 )
 from lakemirror.delta.features import TABLE_FEATURES_WRITER_VERSION, Protocol
 from lakemirror.delta.log import ISOLATION_LEVEL, UNSET_ISOLATION_LEVEL
 from lakemirror.errors import ConfigError
 from lakemirror.staging import Warehouse
+from lakemirror.staging.warehouse_tables import find_tables, select_table
 from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_location
 

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from lakemirror.bench.cli import bench
-from lakemirror.cli.engine import engine
+from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
-from lakemirror.errors import DEBUG_VARIABLE, ConfigError, LakemirrorError
+from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.settings import read_settings
 from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:
@@ -53,8 +54,7 @@ class ErrorBoundary(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """lakemirror: open mirroring of a landing zone into Delta tables, with dbt."""
     ctx.meta["debug"] = debug
-    if debug:  # the per-table error boundaries then let unexpected errors through
-        os.environ[DEBUG_VARIABLE] = "1"
+    ctx.obj = replace(read_settings(), debug=debug)  # read once; a bad variable fails here
 
 
 def mirror_options(command: Command) -> Command:
@@ -211,8 +211,9 @@ def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
     from lakemirror import maintenance
     from lakemirror.storage.warehouse import warehouse_location
 
+    env = cli_settings()
     results = maintenance.maintain(warehouse_location(warehouse), tables,
-                                   lock_timeout=lock_timeout,
+                                   lock_timeout=lock_timeout, lease_seconds=env.lease_seconds,
                                    progress=lambda message: click.echo(message, err=True))
     if as_json:
         click.echo(maintenance.to_json(results))
@@ -253,7 +254,8 @@ def restore(table: str | None, warehouse: Location, lock_timeout: float) -> None
         return
     binding = read_binding(layout.root)
     table = table.lower()  # as mirrored tables are named
-    with table_locks(layout.root, [table], timeout=lock_timeout,
+    env = cli_settings()
+    with table_locks(layout.root, [table], timeout=lock_timeout, lease_seconds=env.lease_seconds,
                      progress=lambda message: click.echo(message, err=True)):
         copy = restore_table(layout, table, None if binding is None else
                              open_zone(parse_location(binding.zone.resolved)))
@@ -326,7 +328,8 @@ def demo(directory: Path, project_dir: Path | None) -> None:
                           "of lakemirror, not with its package",
                           hint="run `make demo` in a clone, or pass --project-dir with a "
                                "project from `lakemirror init`")
-    sys.exit(run_demo(directory.resolve(), echo=click.echo,
+    env = cli_settings()
+    sys.exit(run_demo(directory.resolve(), echo=click.echo, env=env,
                       project_dir=(project_dir or PROJECT_DIR).resolve()))
 
 
@@ -363,7 +366,8 @@ def _service(landing_zone: Location, warehouse: Location, project_dir: Path | No
     from lakemirror.run.log import silent
     from lakemirror.service import MirrorService, RunSettings
 
-    settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target,
+    env = cli_settings()
+    settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target, env=env,
                                  quiet=quiet, retention_days=retention_days,
                                  lock_timeout=lock_timeout, engine_timeout=engine_timeout,
                                  rebind_landing_zone=rebind, confirm_drops=confirm_drops,

@@ -13,21 +13,20 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path, PurePath
 
-from lakemirror.codegen.models import (
+from lakemirror.codegen.generated import (
     MIRROR_FOLDER,
-    MirrorModel,
     Outcome,
-    _edited,
-    _folder_lock,
-    _model_paths,
-    _write_generated,
-    data_tests,
+    folder_lock,
+    is_edited,
+    model_paths,
+    write_generated,
 )
+from lakemirror.codegen.models import MirrorModel, data_tests
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_condition
 from lakemirror.errors import FileNameError
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.staging.layout import staging_table_name
+from lakemirror.naming import qualified_name, staging_table_name
 
 HISTORY_VARIABLE = "lakemirror_history"
 HISTORY_SUFFIX = "__history"  # of the history model's name and of its table's
@@ -35,7 +34,7 @@ HISTORY_SUFFIX = "__history"  # of the history model's name and of its table's
 
 def history_relation(schema: str, table: str) -> str:
     """The history table's relation name, as its batches are recorded in mirror_batches."""
-    return f"{schema}.{table}{HISTORY_SUFFIX}"
+    return qualified_name(schema, table) + HISTORY_SUFFIX
 
 
 def history_sql(model: MirrorModel) -> str:
@@ -67,7 +66,7 @@ def history_sql(model: MirrorModel) -> str:
 def history_yml(schema: str, table: str, warehouses: Collection[str] | None = None) -> str:
     """The history model's yml: enabled when the var `lakemirror_history` names the table (or
     holds '*') and, with `warehouses`, dbt runs for one of them."""
-    qualified = f"{schema}.{table}"
+    qualified = qualified_name(schema, table)
     wanted = (f"({jinja_string(qualified)} in var('{HISTORY_VARIABLE}', []) "
               f"or '*' in var('{HISTORY_VARIABLE}', []))")
     condition = wanted if warehouses is None else f"({warehouse_condition(warehouses)} and {wanted})"
@@ -161,32 +160,32 @@ def _history_name_taken(table: LandingTable, holder: LandingTable) -> FileNameEr
 def write_history_model(project_dir: Path, model: MirrorModel) -> dict[Path, Outcome]:
     """Write (or refresh) the table's history model after its mirror model: the same keys and
     the warehouses its mirror model's yml lists. A file the user edited is left alone."""
-    mirror_sql, mirror_yml = _model_paths(project_dir, model.schema, model.table)
+    mirror_sql, mirror_yml = model_paths(project_dir, model.schema, model.table)
     sql, yml = _history_paths(project_dir, model.schema, model.table)
-    with _folder_lock(mirror_sql.parent):
+    with folder_lock(mirror_sql.parent):
         warehouses = read_warehouses(mirror_yml) if mirror_yml.exists() else None
-        outcomes = {yml: _write_generated(yml, history_yml(model.schema, model.table,
-                                                           warehouses), "#")}
-        return {sql: _write_generated(sql, history_sql(model), "--")} | outcomes
+        outcomes = {yml: write_generated(yml, history_yml(model.schema, model.table,
+                                                          warehouses), "#")}
+        return {sql: write_generated(sql, history_sql(model), "--")} | outcomes
 
 
 def retire_history_model(project_dir: Path, schema: str, table: str) -> dict[Path, Outcome]:
     """Follow the retirement of the table's mirror model: while its SQL is kept (other
     warehouses, or edited), the history model lists the warehouses its mirror model lists;
     else its files go, except those the user edited."""
-    mirror_sql, mirror_yml = _model_paths(project_dir, schema, table)
+    mirror_sql, mirror_yml = model_paths(project_dir, schema, table)
     sql, yml = _history_paths(project_dir, schema, table)
     if not sql.parent.is_dir():
         return {}
-    with _folder_lock(mirror_sql.parent):
+    with folder_lock(mirror_sql.parent):
         if (mirror_sql.exists() and yml.exists() and mirror_yml.exists()
                 and "lakemirror_staging" in mirror_yml.read_text(encoding="utf-8")):
             warehouses = read_warehouses(mirror_yml) if mirror_yml.exists() else None
-            return {yml: _write_generated(yml, history_yml(schema, table, warehouses), "#")}
+            return {yml: write_generated(yml, history_yml(schema, table, warehouses), "#")}
         outcomes: dict[Path, Outcome] = {}
         for path in (sql, yml):
             if path.exists():
-                outcomes[path] = "kept-edited" if _edited(path) else "removed"
+                outcomes[path] = "kept-edited" if is_edited(path) else "removed"
                 if outcomes[path] == "removed":
                     path.unlink()
         return outcomes

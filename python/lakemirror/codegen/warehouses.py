@@ -19,16 +19,15 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.errors import ConfigError
+from lakemirror.settings import DEFAULT_WAREHOUSE_NAME, WAREHOUSE_NAME
 from lakemirror.storage.location import ObjectLocation
 
-NAME_VARIABLE = "LAKEMIRROR_WAREHOUSE_NAME"
-DEFAULT_NAME = "default"
 WAREHOUSES_ANCHOR = "lakemirror_warehouses"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # never a path: no `/`
 _LINE = re.compile(rf"^(?P<lead>\s*enabled: &{WAREHOUSES_ANCHOR} )(?P<value>.*)$", re.MULTILINE)
@@ -44,34 +43,13 @@ class WarehouseName:
     legacy_paths: frozenset[str] = frozenset()
 
 
-SUFFIX_VARIABLE = "LAKEMIRROR_SCHEMA_SUFFIX"
-_SUFFIX = re.compile(r"_[a-z0-9_]+")
-
-
-def configured_name(environ: Mapping[str, str] = os.environ) -> str:
-    """The logical name of the warehouse being mirrored: LAKEMIRROR_WAREHOUSE_NAME, as dbt
-    reads it, else `default`."""
-    return checked_name(environ.get(NAME_VARIABLE) or DEFAULT_NAME)
-
-
 def checked_name(name: str) -> str:
     """`name` when it can name a warehouse (letters, digits, `_`, `.`, `-`), else ConfigError."""
     if not _NAME.fullmatch(name):
-        raise ConfigError(f"{name!r} cannot name a warehouse ({NAME_VARIABLE})",
+        raise ConfigError(f"{name!r} cannot name a warehouse ({WAREHOUSE_NAME})",
                           hint="use up to 64 letters, digits, '_', '.' or '-' (not a path), "
                                "e.g. dev or prod; the same name for lakemirror and plain dbt")
     return name
-
-
-def check_schema_suffix(environ: Mapping[str, str] = os.environ) -> None:
-    """ConfigError, before any work, when LAKEMIRROR_SCHEMA_SUFFIX (dbt's macros append it to
-    every catalog schema: catalog_schema.sql) is neither empty nor `_` and lowercase letters,
-    digits or `_`; dbt would refuse it only after the run staged its files."""
-    suffix = environ.get(SUFFIX_VARIABLE, "").strip()
-    if suffix and not _SUFFIX.fullmatch(suffix):
-        raise ConfigError(f"{SUFFIX_VARIABLE} is {suffix!r}, which cannot end a schema's name",
-                          hint="use '_' followed by lowercase letters, digits or '_', e.g. "
-                               "_sales, or unset it")
 
 
 def warehouse_name(name: str, warehouse: Path | ObjectLocation) -> WarehouseName:
@@ -134,7 +112,7 @@ def without_warehouses(body: str) -> str:
 def warehouse_condition(warehouses: Collection[str]) -> str:
     """A jinja expression (without braces), true when dbt runs for one of `warehouses`."""
     names = ", ".join(jinja_string(name) for name in sorted(warehouses))
-    return f"(env_var('{NAME_VARIABLE}', '{DEFAULT_NAME}') in [{names}])"
+    return f"(env_var('{WAREHOUSE_NAME}', '{DEFAULT_WAREHOUSE_NAME}') in [{names}])"
 
 
 def _enabled(warehouses: Collection[str]) -> str:

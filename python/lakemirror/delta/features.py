@@ -1,7 +1,7 @@
 """The Delta table features lakemirror knows, and the features a table's protocol implies.
 
-The dbt macros carry the same catalog (macros/delta/delta_feature_catalog.sql); a test keeps
-the two equal.
+The dbt macros' catalog (macros/delta/delta_feature_catalog.sql) is rendered from FEATURES by
+lakemirror.generated_macros.
 """
 
 from __future__ import annotations

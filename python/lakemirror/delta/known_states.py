@@ -1,5 +1,5 @@
-"""Delta tables' properties and protocol as this process last read them (after a build, with
-the row count), handed to the next dbt invocation while no commit came since: the settings
+"""Delta tables' properties and protocol as a service last read them (after a build, with the
+row count), handed to its next warm dbt invocation while no commit came since: the settings
 hook (macros/delta/apply_delta_settings.sql) then compares the model's config with them
 instead of reading the table's state again, a statement before every MERGE of a warm loop
 (`lakemirror run --watch`). The hook still computes the config's settings every time, so a
@@ -9,9 +9,7 @@ maintenance job, a recreated table) makes the hook read the table as before."""
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakemirror.storage.location import Location
@@ -20,8 +18,7 @@ from lakemirror.storage.warehouse import warehouse_storage
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-STATES_ENV = "LAKEMIRROR_DELTA_STATES"  # read by macros/delta/read_delta_state.sql
-MAX_ENV_CHARS = 64 * 1024  # child processes inherit the variable: stay far below exec's limit
+STATES_VAR = "lakemirror_delta_states"  # read by macros/delta/read_delta_state.sql
 
 
 @dataclass(frozen=True)
@@ -32,48 +29,36 @@ class _Known:
     state: dict[str, Any]  # read_delta_state's shape, protocol as the log's action
 
 
-_known: dict[str, _Known] = {}
+@dataclass
+class KnownStates:
+    """The states one service read, by location: its own, never another service's."""
 
+    _known: dict[str, _Known] = field(default_factory=dict)
 
-def remember(location: Location, table: DeltaTable) -> None:
-    """Keep the state of `table` (loaded from `location`) at its loaded version."""
-    version = table.version()
-    try:
-        digest = _commit_digest(location, version)
-    except Exception:  # not remembered: the next hook reads the table
-        digest = None
-    if digest is None:
-        _known.pop(str(location), None)
-        return
-    protocol = table.protocol()
-    _known[str(location)] = _Known(location, version, digest, {
-        "configuration": dict(table.metadata().configuration),
-        "protocol": {"minReaderVersion": protocol.min_reader_version,
-                     "minWriterVersion": protocol.min_writer_version,
-                     "readerFeatures": list(protocol.reader_features or []),
-                     "writerFeatures": list(protocol.writer_features or [])}})
+    def remember(self, location: Location, table: DeltaTable) -> None:
+        """Keep the state of `table` (loaded from `location`) at its loaded version."""
+        version = table.version()
+        try:
+            digest = _commit_digest(location, version)
+        except Exception:  # not remembered: the next hook reads the table
+            digest = None
+        if digest is None:
+            self._known.pop(str(location), None)
+            return
+        protocol = table.protocol()
+        self._known[str(location)] = _Known(location, version, digest, {
+            "configuration": dict(table.metadata().configuration),
+            "protocol": {"minReaderVersion": protocol.min_reader_version,
+                         "minWriterVersion": protocol.min_writer_version,
+                         "readerFeatures": list(protocol.reader_features or []),
+                         "writerFeatures": list(protocol.writer_features or [])}})
 
-
-def states_env(locations: Iterable[Location]) -> dict[str, str]:
-    """{STATES_ENV: JSON of location → state} for those of `locations` still at the version
-    remembered (no later commit, the same commit file), as many as fit MAX_ENV_CHARS."""
-    states: dict[str, dict[str, Any]] = {}
-    size = 2
-    for location in sorted(locations, key=str):
-        known = _known.get(str(location))
-        if known is None or not _still_at(known):
-            continue
-        entry = len(json.dumps({str(location): known.state})) - 1
-        if size + entry > MAX_ENV_CHARS:
-            break
-        states[str(location)], size = known.state, size + entry
-    return {STATES_ENV: json.dumps(states)}
-
-
-def remembered(under: Location) -> list[Location]:
-    """The remembered locations below `under` (a warehouse's root)."""
-    prefix = str(under).rstrip("/") + "/"
-    return [known.location for key, known in _known.items() if key.startswith(prefix)]
+    def current(self, under: Location) -> dict[str, dict[str, Any]]:
+        """Location → state of the tables below `under` (a warehouse's root) still at the
+        version remembered (no later commit, the same commit file)."""
+        prefix = str(under).rstrip("/") + "/"
+        return {key: known.state for key, known in sorted(self._known.items())
+                if key.startswith(prefix) and _still_at(known)}
 
 
 def _still_at(known: _Known) -> bool:

@@ -14,12 +14,14 @@ from typing import Any
 from deltalake import CommitProperties, DeltaTable, TableFeatures
 
 from lakemirror.delta.bookkeeping import bookkeeping_keys
+from lakemirror.delta.features import FEATURES_BY_NAME
 
-# The features Delta Lake 4.0 derives from a table's metadata, as delta-rs can add them.
-_BY_PROPERTY = {
-    "delta.appendOnly": ("appendOnly", TableFeatures.AppendOnly),
-    "delta.enableChangeDataFeed": ("changeDataFeed", TableFeatures.ChangeDataFeed),
-    "delta.enableDeletionVectors": ("deletionVectors", TableFeatures.DeletionVectors),
+# The features Delta Lake 4.0 derives from a table's properties (features.FEATURES names the
+# property and its value), as delta-rs can add them.
+_FROM_PROPERTIES = {
+    "appendOnly": TableFeatures.AppendOnly,
+    "changeDataFeed": TableFeatures.ChangeDataFeed,
+    "deletionVectors": TableFeatures.DeletionVectors,
 }
 
 
@@ -66,13 +68,20 @@ def _used_features(schema: Mapping[str, Any], configuration: Mapping[str, str]
         yield "invariants", TableFeatures.Invariants
     if any(name == "timestamp_ntz" for name, _ in fields):
         yield "timestampNtz", TableFeatures.TimestampWithoutTimezone
-    for key, (name, feature) in _BY_PROPERTY.items():
-        if configuration.get(key, "").lower() == "true":
+    for name, feature in _FROM_PROPERTIES.items():
+        if _turned_on(name, configuration):
             yield name, feature
     if any(key.startswith("delta.constraints.") for key in configuration):
         yield "checkConstraints", TableFeatures.CheckConstraints
     if configuration.get("delta.columnMapping.mode", "none").lower() != "none":
         yield "columnMapping", TableFeatures.ColumnMapping
+
+
+def _turned_on(name: str, configuration: Mapping[str, str]) -> bool:
+    """Whether the table's properties set feature `name`'s enabling property to its value."""
+    feature = FEATURES_BY_NAME[name]
+    return (feature.property is not None
+            and configuration.get(feature.property, "").lower() == feature.property_value)
 
 
 def _fields(node: Any, nullable: bool = True, *, counted: bool = True

@@ -174,7 +174,8 @@ PROFILES: dict[str, ReaderProfile] = {profile.name: profile for profile in (
 # The readers of today that lakemirror's defaults must keep reading the tables: Delta Lake on
 # Spark 3.x/4.x, Databricks Runtime 14.3 LTS and later, Fabric, DuckDB, Trino, delta-rs 1.x
 # through its SQL engine. The dbt var / model config `lakemirror_readers`, and doctor's
-# --readers (env LAKEMIRROR_READERS), replace it; macros/delta/delta_readers.sql holds the same.
+# --readers (env LAKEMIRROR_READERS), replace it; macros/delta/delta_reader_profiles.sql is
+# rendered from it (lakemirror.generated_macros).
 DEFAULT_READERS = ("delta-3.0", "delta-4.0", "dbr-14.3", "fabric", "duckdb", "trino", "delta-rs")
 
 DELETION_VECTORS = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))

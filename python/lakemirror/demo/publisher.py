@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakemirror.contract import ROW_MARKER
 from lakemirror.landing import sequence_file_name
-from lakemirror.reference import ROW_MARKER
 
 
 class Publisher:

@@ -10,6 +10,7 @@ from pathlib import Path
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
 from lakemirror.engine import connect_session
 from lakemirror.service import PROJECT_DIR, MirrorService, RunSettings, engine_address
+from lakemirror.settings import Settings
 from lakemirror.status import to_text
 
 SAMPLE_QUERY = """
@@ -21,14 +22,15 @@ order by amount desc
 """
 
 
-def run_demo(directory: Path, *, echo: Callable[[str], None],
+def run_demo(directory: Path, *, echo: Callable[[str], None], env: Settings,
              project_dir: Path = PROJECT_DIR) -> int:
-    """Run the demo in `directory` (recreated); returns the exit code."""
+    """Run the demo in `directory` (recreated) with the settings `env`; returns the exit code."""
     shutil.rmtree(directory, ignore_errors=True)
     zone, warehouse = directory / "LandingZone", directory / "warehouse"
     publisher = Publisher(zone)
     service = MirrorService(RunSettings.given(zone, warehouse, project_dir,
-                                              dbt_vars={"lakemirror_examples": True}),
+                                              dbt_vars={"lakemirror_examples": True},
+                                              env=env),
                             progress=echo)
     started = time.monotonic()
     echo(f"== publisher writes the initial load to {zone}")
@@ -38,15 +40,15 @@ def run_demo(directory: Path, *, echo: Callable[[str], None],
     incremental_changes(publisher)
     statuses = service.run()
     echo("\n== status\n" + to_text(statuses))
-    echo("\n== sample query\n" + _sample_query(warehouse))
+    echo("\n== sample query\n" + _sample_query(warehouse, env))
     echo(f"\ndemo finished in {time.monotonic() - started:.1f}s; warehouse: {warehouse}")
     return 1 if any(status.unhealthy for status in statuses) else 0
 
 
-def _sample_query(warehouse: Path) -> str:
+def _sample_query(warehouse: Path, env: Settings) -> str:
     sql = SAMPLE_QUERY.format(customers=warehouse / "dbo" / "customers",
                               order_lines=warehouse / "sales" / "orderlines")
-    spark = connect_session(engine_address().url)
+    spark = connect_session(engine_address(env).url, timeout=env.connect_timeout)
     try:
         rows = spark.sql(sql).toArrow()
     finally:

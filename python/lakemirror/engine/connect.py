@@ -12,7 +12,6 @@ the server it may free results, which it also does on its own for abandoned oper
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 import urllib.parse
@@ -20,30 +19,14 @@ import weakref
 from typing import Any
 
 from lakemirror.engine.sail import EngineAddress, answers
-from lakemirror.errors import EngineError
 
 SPARK_CONNECT_PORT = 15002  # Spark Connect's port when the URL names none
-CONNECT_URL = "LAKEMIRROR_CONNECT_URL"  # the `connect` target's server (profiles.yml)
-DEFAULT_CONNECT_URL = "sc://localhost:15002"  # profiles.yml's default for it
-CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
-DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
 _JITTER_MS = 500  # pyspark adds up to this to each wait of 2 s or more
 _MAX_WAIT_MS = 4000  # a retry's longest wait (pyspark's: 60 s)
 _LOST_AFTER = 2  # checks a second apart that found nothing listening: the server is lost
 
 _clients: weakref.WeakSet[Any] = weakref.WeakSet()  # the clients whose retries lakemirror bounds
 _exit_hook: list[bool] = []
-
-
-def connect_timeout() -> float:
-    """Seconds to wait for a Spark Connect server (LAKEMIRROR_CONNECT_TIMEOUT)."""
-    value = os.environ.get(CONNECT_TIMEOUT, "")
-    try:
-        return float(value) if value else DEFAULT_CONNECT_TIMEOUT
-    except ValueError:
-        raise EngineError(f"{CONNECT_TIMEOUT}={value!r} is not a number of seconds",
-                          hint=f"unset it (default {DEFAULT_CONNECT_TIMEOUT:g}) or give "
-                               "seconds") from None
 
 
 def server_address(url: str) -> EngineAddress | None:
@@ -57,24 +40,25 @@ def server_address(url: str) -> EngineAddress | None:
         return None
 
 
-def connect_session(url: str) -> Any:
+def connect_session(url: str, *, timeout: float) -> Any:
     """This process's Spark Connect session (pyspark's default, which dbt-spark's
-    `getOrCreate` then uses), made for `url` unless one is open, its retries bounded."""
+    `getOrCreate` then uses), made for `url` unless one is open, its retries bounded to
+    `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT)."""
     from pyspark.sql.connect.session import SparkSession
 
     session = SparkSession._get_default_session() or SparkSession.builder.remote(url).create()
-    bound_retries(session.client)
+    bound_retries(session.client, timeout)
     return session
 
 
-def bound_retries(client: Any) -> None:
-    """Retry an unanswering server for LAKEMIRROR_CONNECT_TIMEOUT seconds at most (pyspark's
-    backoff, its waits capped at 4 s)."""
+def bound_retries(client: Any, timeout: float) -> None:
+    """Retry an unanswering server for `timeout` seconds at most (pyspark's backoff, its
+    waits capped at 4 s)."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     if client in _clients:
         return
-    client.set_retry_policies([DefaultPolicy(max_retries=_retries_within(connect_timeout()),
+    client.set_retry_policies([DefaultPolicy(max_retries=_retries_within(timeout),
                                              max_backoff=_MAX_WAIT_MS)])
     _clients.add(client)
     _drop_releases_at_exit()
@@ -160,10 +144,10 @@ def _drop_releases_at_exit() -> None:
     threading._register_atexit(drop)  # type: ignore[attr-defined]
 
 
-def connect_server() -> RemoteServer | None:
-    """The `connect` target's server (LAKEMIRROR_CONNECT_URL), to watch; None for a URL
-    that is not sc://host:port (pyspark's own error then says what is wrong)."""
-    address = server_address(os.environ.get(CONNECT_URL) or DEFAULT_CONNECT_URL)
+def connect_server(url: str) -> RemoteServer | None:
+    """The `connect` target's server (`url`: LAKEMIRROR_CONNECT_URL's), to watch; None for a
+    URL that is not sc://host:port (pyspark's own error then says what is wrong)."""
+    address = server_address(url)
     return RemoteServer(address) if address is not None else None
 
 

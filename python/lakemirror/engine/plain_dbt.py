@@ -13,7 +13,6 @@ statement over Spark Connect (it cannot set spark.sql.catalogImplementation ther
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from collections.abc import Mapping
@@ -21,12 +20,7 @@ from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
-from lakemirror.engine.connect import (
-    CONNECT_TIMEOUT,
-    connect_session,
-    connect_timeout,
-    server_address,
-)
+from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.sail import (
     EngineAddress,
     answers,
@@ -36,6 +30,7 @@ from lakemirror.engine.sail import (
 )
 from lakemirror.engine.spark import SESSION_MARK
 from lakemirror.errors import EngineError, UnreachableServerError
+from lakemirror.settings import CONNECT_TIMEOUT, Settings, read_settings
 
 ENGINE_MARK = "spark.lakemirror.engine"
 # The dbt commands that load a project without connecting to its engine.
@@ -54,15 +49,15 @@ def marked_server(parameters: Mapping[str, str], mark: str) -> EngineAddress | N
     return server_address(parameters.get("spark.remote", ""))
 
 
-def check_embedded_engine(parameters: Mapping[str, str]) -> None:
+def check_embedded_engine(parameters: Mapping[str, str], env: Settings) -> None:
     """Raise EngineError when the target is the embedded engine's and nothing answers there."""
     address = embedded_engine(parameters)
     if address is None:
         return
     if answers(address):
-        check_engine_storage(address)
+        check_engine_storage(address, env)
         return
-    running = background_engine()
+    running = background_engine(env.home)
     hint = (f"a background engine runs at port {running.port}: export "
             f"LAKEMIRROR_ENGINE_PORT={running.port}" if running is not None else
             "start it with `lakemirror engine start` (`lakemirror engine stop` ends it), or "
@@ -72,19 +67,19 @@ def check_embedded_engine(parameters: Mapping[str, str]) -> None:
                       "LAKEMIRROR_ENGINE_PORT)", hint=hint)
 
 
-def check_engine_storage(address: EngineAddress) -> None:
+def check_engine_storage(address: EngineAddress, env: Settings) -> None:
     """Raise EngineError when the background engine at `address` lacks the storage settings of
     the warehouse URL dbt is given (LAKEMIRROR_WAREHOUSE): the engine reads them only from its
     own environment, so every table would fail on a storage error."""
-    warehouse = os.environ.get("LAKEMIRROR_WAREHOUSE")
-    if not warehouse or background_engine() != address:
+    warehouse = env.warehouse
+    if not warehouse or background_engine(env.home) != address:
         return
     from lakemirror.storage.engine_settings import engine_environment
     from lakemirror.storage.location import redact_url
     from lakemirror.storage.warehouse import warehouse_location
 
     wanted = storage_fingerprint(engine_environment(warehouse_location(warehouse)))
-    if wanted and background_storage() != wanted:
+    if wanted and background_storage(env.home) != wanted:
         shown = redact_url(warehouse)
         raise EngineError(f"the background engine at port {address.port} was started without "
                           f"the storage settings of the warehouse {shown}",
@@ -102,13 +97,12 @@ def invocation_state() -> dict[str, Any]:
     return context.obj if context is not None and isinstance(context.obj, dict) else {}
 
 
-def check_connect_server(parameters: Mapping[str, str]) -> None:
+def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
     """Raise UnreachableServerError when the target is marked `connect` and its server does
-    not accept connections within LAKEMIRROR_CONNECT_TIMEOUT seconds."""
+    not accept connections within `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT)."""
     address = marked_server(parameters, "connect")
     if address is None:
         return
-    timeout = connect_timeout()
     deadline = time.monotonic() + timeout
     while not answers(address):
         if time.monotonic() >= deadline:
@@ -120,12 +114,11 @@ def check_connect_server(parameters: Mapping[str, str]) -> None:
         time.sleep(0.5)
 
 
-def start_spark_session(parameters: Mapping[str, str]) -> None:
+def start_spark_session(parameters: Mapping[str, str], warehouse: str) -> None:
     """On the `spark` target (marked by its session's warehouse) with a warehouse in object
-    storage: start the session dbt-spark would start, with the Hadoop settings that reach the
-    warehouse added (dbt-spark then reuses it); they are made from lakemirror's storage
-    options, which a profile cannot list."""
-    warehouse = os.environ.get("LAKEMIRROR_WAREHOUSE", "")
+    storage (`warehouse`: LAKEMIRROR_WAREHOUSE's): start the session dbt-spark would start,
+    with the Hadoop settings that reach the warehouse added (dbt-spark then reuses it); they
+    are made from lakemirror's storage options, which a profile cannot list."""
     if SESSION_MARK not in parameters or "://" not in warehouse:
         return
     from lakemirror.storage.hadoop import hadoop_settings
@@ -163,8 +156,9 @@ class EngineCheck(dbtPlugin):
         if profile is None or getattr(flags, "WHICH", None) in _OFFLINE_COMMANDS:
             return
         parameters = getattr(profile.credentials, "server_side_parameters", None) or {}
-        check_embedded_engine(parameters)
-        check_connect_server(parameters)
-        start_spark_session(parameters)
+        env = read_settings()  # dbt's edge: plain dbt, or the environment a run gives dbt
+        check_embedded_engine(parameters, env)
+        check_connect_server(parameters, env.connect_timeout)
+        start_spark_session(parameters, env.warehouse)
         if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
-            connect_session(parameters["spark.remote"])
+            connect_session(parameters["spark.remote"], timeout=env.connect_timeout)

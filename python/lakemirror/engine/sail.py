@@ -16,16 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakemirror.errors import DEBUG_VARIABLE, EngineError
+from lakemirror.errors import EngineError
+from lakemirror.settings import ENGINE_PORT, process_environment
 
 DEFAULT_PORT = 50051
-PORT_VARIABLE = "LAKEMIRROR_ENGINE_PORT"  # the in-process engine's port when set, else any free one
 HOST = "127.0.0.1"
-LOG_VARIABLE = "LAKEMIRROR_LOG"  # set (or --debug): the engine's own log lines reach stderr
-
-
-def engine_log_shown() -> bool:
-    return bool(os.environ.get(LOG_VARIABLE) or os.environ.get(DEBUG_VARIABLE))
 
 
 @dataclass(frozen=True)
@@ -42,21 +37,20 @@ class ChildEngine:
     """A Sail server in a child process: a crash inside the engine (a segfault in native
     code) then fails the tables it was working on instead of this process, and the child
     ends with this process (it exits when its stdin closes). Its log is kept for the error
-    message, and shown only when asked for (`--debug`, `LAKEMIRROR_LOG`). `environment` is
-    set in its process besides this one's: Sail reads object-store settings only there."""
+    message, and shown on stderr only when asked for (`show_log`: `--debug`, `LAKEMIRROR_LOG`).
+    `environment` is set in its process besides this one's: Sail reads object-store settings
+    only there."""
 
     def __init__(self, *, timeout: float = 60.0, environment: Mapping[str, str] | None = None,
-                 port: int | None = None) -> None:
-        """`port`: LAKEMIRROR_ENGINE_PORT's when None, else any free one (0)."""
+                 port: int = 0, show_log: bool = False) -> None:
+        """`port`: the one to listen on (LAKEMIRROR_ENGINE_PORT's), 0 for any free one."""
         self._log = tempfile.TemporaryFile()
-        if port is None:
-            port = configured_port()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port),
              "--with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None if engine_log_shown() else self._log,
-            env={**os.environ, **environment} if environment else None)
+            stderr=None if show_log else self._log,
+            env=process_environment(environment) if environment else None)
         assert self._process.stdout is not None
         ready, _, _ = select.select([self._process.stdout], [], [], timeout)
         line = self._process.stdout.readline() if ready else b""
@@ -64,7 +58,7 @@ class ChildEngine:
             self.kill()
             reason = self.exit_reason()
             raise EngineError(f"the embedded engine did not start: {reason}",
-                              hint=f"port {port} is taken: unset {PORT_VARIABLE} or give it a "
+                              hint=f"port {port} is taken: unset {ENGINE_PORT} or give it a "
                                    "free port" if "Address already in use" in reason else
                                    "check that pysail is installed (make install)")
         self.address = EngineAddress(HOST, int(json.loads(line)["port"]))
@@ -93,19 +87,15 @@ class ChildEngine:
         return how + (f"; its last log line: {lines[-1][-300:]}" if lines else "")
 
 
-def configured_port() -> int:
-    """The port LAKEMIRROR_ENGINE_PORT asks the in-process engine to take, else 0 (any)."""
-    return int(os.environ.get(PORT_VARIABLE) or 0)
+def state_file(home: Path) -> Path:
+    """Where the background engine's address is kept, in lakemirror's home (LAKEMIRROR_HOME)."""
+    return home / "engine.json"
 
 
-def state_file() -> Path:
-    return Path(os.environ.get("LAKEMIRROR_HOME", Path.home() / ".lakemirror")) / "engine.json"
-
-
-def background_engine() -> EngineAddress | None:
+def background_engine(home: Path) -> EngineAddress | None:
     """The address of the engine `lakemirror engine start` left running, if it still answers."""
     try:
-        state = json.loads(state_file().read_text())
+        state = json.loads(state_file(home).read_text())
     except (OSError, ValueError):
         return None
     address = EngineAddress(state["host"], int(state["port"]))
@@ -120,22 +110,22 @@ def storage_fingerprint(environment: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(sorted(environment.items())).encode()).hexdigest()
 
 
-def background_storage() -> str | None:
+def background_storage(home: Path) -> str | None:
     """The storage fingerprint the background engine was started with ("" for none), or None
     when no background engine runs."""
-    if background_engine() is None:
+    if background_engine(home) is None:
         return None
-    return str(json.loads(state_file().read_text()).get("storage", ""))
+    return str(json.loads(state_file(home).read_text()).get("storage", ""))
 
 
-def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0,
+def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 30.0,
                      environment: Mapping[str, str] | None = None) -> EngineAddress:
     """Start a detached Sail server with `environment` (a warehouse's storage settings) set
     in its process, and record it in the state file. A running one is kept when it has the
     same settings, else refused."""
     fingerprint = storage_fingerprint(environment or {})
-    running = background_engine()
-    if running and background_storage() == fingerprint:
+    running = background_engine(home)
+    if running and background_storage(home) == fingerprint:
         return running
     if running:
         raise EngineError(f"the background engine at port {running.port} runs with other "
@@ -146,19 +136,19 @@ def start_background(port: int = DEFAULT_PORT, *, timeout: float = 30.0,
     if answers(address):
         raise EngineError(f"port {port} is already in use by another program",
                           hint="pass --port with a free port")
-    log = state_file().with_suffix(".log")
+    log = state_file(home).with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, **(environment or {})})
+            start_new_session=True, env=process_environment(environment))
     deadline = time.monotonic() + timeout
     while not answers(address):
         if process.poll() is not None or time.monotonic() > deadline:
             raise EngineError(f"the embedded engine did not start; see {log}")
         time.sleep(0.1)
-    state_file().write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port,
+    state_file(home).write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port,
                                         "storage": fingerprint}))
     return address
 
@@ -182,18 +172,18 @@ class BackgroundProcess:
                 "starts it again")
 
 
-def background_process() -> BackgroundProcess | None:
+def background_process(home: Path) -> BackgroundProcess | None:
     """The background engine's process, if one runs."""
-    address = background_engine()
+    address = background_engine(home)
     if address is None:
         return None
-    return BackgroundProcess(int(json.loads(state_file().read_text())["pid"]), address)
+    return BackgroundProcess(int(json.loads(state_file(home).read_text())["pid"]), address)
 
 
-def stop_background() -> bool:
+def stop_background(home: Path) -> bool:
     """Stop the background engine; False when none was running."""
     try:
-        state = json.loads(state_file().read_text())
+        state = json.loads(state_file(home).read_text())
     except (OSError, ValueError):
         return False
     pid = int(state["pid"])
@@ -203,7 +193,7 @@ def stop_background() -> bool:
             if not _alive(pid):
                 break
             time.sleep(0.1)
-    state_file().unlink(missing_ok=True)
+    state_file(home).unlink(missing_ok=True)
     return True
 
 

@@ -13,29 +13,30 @@ left alone.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-DELTA_JARS = "LAKEMIRROR_DELTA_JARS"
+from lakemirror.settings import DELTA_JARS, process_environment, unset_process_variable
+
 DELTA_PACKAGES = "LAKEMIRROR_DELTA_PACKAGES"
 SESSION_MARK = "spark.lakemirror.warehouse"
 
 
-def spark_unavailable(environ: dict[str, str] | None = None) -> str | None:
-    """Why the `spark` target cannot start on this machine, or None: it needs Java and
-    Delta's jars, from the folder LAKEMIRROR_DELTA_JARS or from Maven (LAKEMIRROR_DELTA_PACKAGES
-    says the user has it)."""
-    environ = dict(os.environ) if environ is None else environ
-    if shutil.which("java") is None and not environ.get("JAVA_HOME"):
+def spark_unavailable(variables: Mapping[str, str] | None = None) -> str | None:
+    """Why the `spark` target cannot start on this machine with `variables` (by default the
+    environment its in-process JVM gets), or None: it needs Java and Delta's jars, from the
+    folder LAKEMIRROR_DELTA_JARS or from Maven (LAKEMIRROR_DELTA_PACKAGES says the user has
+    it)."""
+    variables = process_environment() if variables is None else variables
+    if shutil.which("java") is None and not variables.get("JAVA_HOME"):
         return "no java on PATH and JAVA_HOME is not set (Spark needs Java 17)"
-    folder = environ.get(DELTA_JARS)
+    folder = variables.get(DELTA_JARS)
     if not folder:
-        if environ.get(DELTA_PACKAGES):
+        if variables.get(DELTA_PACKAGES):
             return None
         return (f"{DELTA_JARS} is not set (Delta's jars come only from Maven: set "
                 f"{DELTA_PACKAGES} where Maven is reachable)")
@@ -46,12 +47,12 @@ def spark_unavailable(environ: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def make_delta_jars_absolute(environ: MutableMapping[str, str]) -> None:
+def make_delta_jars_absolute(variables: MutableMapping[str, str]) -> None:
     """Resolve a relative LAKEMIRROR_DELTA_JARS against the current folder, so that processes
     started from another folder (a JVM, `lakemirror` run elsewhere) find the same jars."""
-    folder = environ.get(DELTA_JARS)
+    folder = variables.get(DELTA_JARS)
     if folder and not Path(folder).is_absolute():
-        environ[DELTA_JARS] = str(Path(folder).resolve())
+        variables[DELTA_JARS] = str(Path(folder).resolve())
 
 
 def missing_delta_hint(error: str, target: str = "spark") -> str | None:
@@ -71,7 +72,8 @@ def missing_delta_hint(error: str, target: str = "spark") -> str | None:
         return None
     return (f"Spark found no Delta Lake classes: point {DELTA_JARS} at the folder holding "
             f"delta-spark_2.13-*.jar and delta-storage-*.jar (now "
-            f"{os.environ.get(DELTA_JARS) or 'unset'}; a relative path is read from the folder "
+            f"{process_environment().get(DELTA_JARS) or 'unset'}; a relative path is read from "
+            "the folder "
             f"lakemirror runs in), or set {DELTA_PACKAGES} where Maven is reachable")
 
 
@@ -82,7 +84,7 @@ def prepare_spark_session(warehouse: str | None, *, warm: bool) -> None:
     forget that a Spark Connect session ran here: pyspark marks the process Connect-only
     (SPARK_CONNECT_MODE_ENABLED), and would refuse a classic session (it sets the mark again
     whenever a Connect session is made)."""
-    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    unset_process_variable("SPARK_CONNECT_MODE_ENABLED")
     _quiet_error_loggers()
     session = _lakemirror_session()
     if session is None:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
         sequence_file_name,
     )
     from lakemirror.landing.metadata import TableMetadata, read_metadata
-    from lakemirror.landing.zone import Entry, LandingZone, ZoneFile
+    from lakemirror.landing.zone import LandingZone
+    from lakemirror.landing.zone_door import Entry, ZoneFile
 
 __getattr__ = lazy_exports(__name__, {
     "changes": ("POSITION", "ROWS_PER_FILE", "ChangeFile", "open_change_file"),
@@ -27,7 +28,8 @@ __getattr__ = lazy_exports(__name__, {
     "discovery": ("DEFAULT_SCHEMA", "LandingTable", "discover_tables", "hidden_entries",
                   "sequence_file_name"),
     "metadata": ("TableMetadata", "read_metadata"),
-    "zone": ("Entry", "LandingZone", "ZoneFile"),
+    "zone": ("LandingZone",),
+    "zone_door": ("Entry", "ZoneFile"),
 })
 
 __all__ = [

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakemirror.contract import INSERT, MARKER_CHOICES, ROW_MARKER, VALID_MARKERS
 from lakemirror.errors import (
     ColumnError,
     FileNameError,
@@ -28,8 +29,8 @@ from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
-from lakemirror.landing.zone import ZoneFile
-from lakemirror.reference import INSERT, ROW_MARKER, VALID_MARKERS
+from lakemirror.landing.zone_door import ZoneFile
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 POSITION = "_lm_position"
 ROWS_PER_FILE = 10**10
@@ -88,7 +89,7 @@ class ChangeFile:
             markers = pc.cast(markers, pa.int32())
         except pa.ArrowInvalid as error:
             raise self._error(f"{ROW_MARKER} holds a value that is not an integer: {error}",
-                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)") from error
+                              f"use {MARKER_CHOICES}") from error
         keyless = not self.metadata.key_columns
         allowed = [INSERT] if keyless else sorted(VALID_MARKERS)
         bad = pc.invert(pc.fill_null(pc.is_in(markers, pa.array(allowed, pa.int32())), False))
@@ -101,7 +102,7 @@ class ChangeFile:
                     "keyColumns, so only inserts (0) are possible",
                     "declare keyColumns in _metadata.json (recreate the table folder)")
             raise self._error(f"row {first_row + index} has {ROW_MARKER}={value!r}",
-                              "use 0 (insert), 1 (update), 2 (delete) or 4 (upsert)")
+                              f"use {MARKER_CHOICES}")
         return markers
 
     def _error(self, message: str, hint: str,
@@ -109,15 +110,17 @@ class ChangeFile:
         return kind(message, table=self.table.qualified_name, file=str(self.file.path), hint=hint)
 
 
-def open_change_file(table: LandingTable, file: SequenceFile,
-                     metadata: TableMetadata) -> ChangeFile:
-    """Open a change file and check its columns against the contract."""
+def open_change_file(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
+                     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> ChangeFile:
+    """Open a change file and check its columns against the contract (`max_text_bytes`: the
+    most text a delimited one may hold)."""
     where = {"table": table.qualified_name, "file": str(file.path)}
     if file.sequence > MAX_SEQUENCE:
         raise FileNameError(f"sequence number {file.sequence} is above {MAX_SEQUENCE}",
                                hint="restart numbering in a new table folder", **where)
     if metadata.delimited is not None:
-        return _checked(table, file, metadata, *_open_delimited(table, file, metadata))
+        return _checked(table, file, metadata, *_open_delimited(table, file, metadata,
+                                                                     max_text_bytes))
     handle = table.door.open(file.path)
     try:
         return _checked(table, file, metadata, *_open_parquet(handle, where), handle.close)
@@ -174,9 +177,11 @@ def _open_parquet(handle: ZoneFile, where: dict[str, str]) -> Opened:
         parquet.iter_batches(batch_size=BATCH_ROWS, columns=layout.read))
 
 
-def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata) -> Opened:
+def _open_delimited(table: LandingTable, file: SequenceFile, metadata: TableMetadata,
+                    max_text_bytes: int) -> Opened:
     assert metadata.delimited is not None
     text = open_delimited(file.path, metadata.delimited, metadata.schema_definition,
-                          table=table.qualified_name, zone=table.door)
+                          table=table.qualified_name, zone=table.door,
+                          max_text_bytes=max_text_bytes)
     return text.schema, lambda: text.batches(max_rows=BATCH_ROWS)
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from lakemirror.landing.zone import Entry, ZoneDoor
+from lakemirror.landing.zone_door import Entry, ZoneDoor
 
 COPY_LIMIT = 16 << 10  # larger control files are read each time rather than kept in commits
 

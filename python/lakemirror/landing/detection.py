@@ -16,12 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
+from lakemirror.contract import (
+    METADATA_FILE,
+    SEQUENCE_DIGITS,
+    is_sequence_number,
+    sequence_file_name,
+)
 from lakemirror.errors import FileNameError
-from lakemirror.landing.discovery import LandingTable, sequence_file_name
+from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.incarnation import MARKER
-from lakemirror.landing.metadata import METADATA_FILE, TableMetadata
-from lakemirror.landing.readiness import in_flight, settle_seconds, settles_in
-from lakemirror.landing.zone import Entry, unsafe_entry
+from lakemirror.landing.metadata import TableMetadata
+from lakemirror.landing.readiness import in_flight, settles_in
+from lakemirror.landing.zone_door import Entry, unsafe_entry
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst", ".snappy")
 PARTITION_FOLDER = re.compile(r"[^=]+=.*", re.S)  # Hive style: Year=2024
@@ -72,15 +78,16 @@ class Detection:
 
 
 def detect_files(table: LandingTable, metadata: TableMetadata, staged: StagedFiles,
-                 listing: Sequence[Entry] | None = None) -> Detection:
-    """What the table folder (`listing`: as listed) holds to stage, move and wait for."""
+                 listing: Sequence[Entry] | None = None, *, settle_seconds: float) -> Detection:
+    """What the table folder (`listing`: as listed) holds to stage, move and wait for; a file
+    that changed within `settle_seconds` (and is not a complete Parquet file) is waited for."""
     listing = table.door.entries(table.folder) if listing is None else list(listing)
     entries = _entries(table, listing)
     if metadata.file_detection == "LastUpdateTimeFileDetection":
         detection = _by_update_time(table, metadata, staged, entries)
     else:
         detection = _by_sequence_number(table, metadata, staged, entries)
-    detection = _until_in_flight(table, metadata, detection)
+    detection = _until_in_flight(table, metadata, detection, settle_seconds)
     hidden = sorted(entry.name for entry in listing if entry.name.startswith("."))
     if not hidden:
         return detection
@@ -96,10 +103,9 @@ def data_file_suffixes(metadata: TableMetadata) -> tuple[str, ...]:
     return tuple(f".{metadata.file_extension}{suffix}" for suffix in COMPRESSION_SUFFIXES)
 
 
-def _until_in_flight(table: LandingTable, metadata: TableMetadata,
-                     detection: Detection) -> Detection:
+def _until_in_flight(table: LandingTable, metadata: TableMetadata, detection: Detection,
+                     window: float) -> Detection:
     """The pending files up to the first one still being written; the table waits for it."""
-    window = settle_seconds()
     for index, file in enumerate(detection.pending):
         entry = Entry(file.path, "file", "a regular file", file.size, file.mtime_ns)
         reason = in_flight(table.door, entry, parquet=metadata.delimited is None, window=window)
@@ -118,7 +124,7 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
     for entry in entries:
         path = entry.path
         digits, suffix = _split_number(path.name)
-        if len(digits) == 20 and digits.isascii() and suffix.lower() in suffixes:
+        if is_sequence_number(digits) and suffix.lower() in suffixes:
             _require_file(table, entry)
             if int(digits) in numbered:
                 raise FileNameError(
@@ -201,10 +207,11 @@ def _split_number(name: str) -> tuple[str, str]:
 
 def _misnamed(table: LandingTable, path: PurePath, number: str, suffix: str,
               suffixes: tuple[str, ...]) -> FileNameError:
-    expected = f"20 digits + {' or '.join(suffixes)}"
+    expected = f"{SEQUENCE_DIGITS} digits + {' or '.join(suffixes)}"
     problem = ("has digits other than 0-9 (look-alikes such as fullwidth digits)"
-               if not number.isascii() else f"has {len(number)} digits instead of 20"
-               if len(number) != 20 else
+               if not number.isascii() else
+               f"has {len(number)} digits instead of {SEQUENCE_DIGITS}"
+               if len(number) != SEQUENCE_DIGITS else
                f"ends in {suffix or 'nothing'!r} instead of {suffixes[0]!r}")
     return FileNameError(
         f"file name {path.name!r} {problem}", table=table.qualified_name, file=str(path),

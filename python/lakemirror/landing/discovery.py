@@ -19,8 +19,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePath
 
+from lakemirror.contract import sequence_file_name as sequence_file_name
 from lakemirror.errors import ConfigError, FileNameError, LandingZoneError
-from lakemirror.landing.zone import Entry, LandingZone, ZoneDoor, as_door, unsafe_entry
+from lakemirror.landing.zone import LandingZone, as_door
+from lakemirror.landing.zone_door import Entry, ZoneDoor, unsafe_entry
+from lakemirror.naming import qualified_name, staging_table_name
 
 SCHEMA_SUFFIX = ".schema"
 DEFAULT_SCHEMA = "dbo"
@@ -48,7 +51,7 @@ class LandingTable:
 
     @property
     def qualified_name(self) -> str:
-        return f"{self.schema}.{self.name}"
+        return qualified_name(self.schema, self.name)
 
     @property
     def zone_folder(self) -> str:
@@ -142,16 +145,6 @@ def hidden_entries(zone: PurePath | ZoneDoor) -> list[str]:
     return hidden
 
 
-def staging_table_name(schema: str, table: str) -> str:
-    """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name and
-    the name of its mirror model)."""
-    return f"{schema}__{table}"
-
-
-def sequence_file_name(sequence: int, suffix: str = ".parquet") -> str:
-    return f"{sequence:020d}{suffix}"
-
-
 def _candidates(entries: Iterable[Entry]) -> list[Entry]:
     """Entries that are, or stand where there could be, table or schema folders."""
     return [entry for entry in entries
@@ -178,7 +171,7 @@ def _table(door: ZoneDoor, schema: str, entry: Entry) -> LandingTable:
     problem = (unsafe_entry(entry, "a folder") if entry.kind != "folder"
                else _name_problem("table", entry.name, entry.path))
     name = entry.name.lower()
-    return LandingTable(schema, name, entry.path, problem and _on(problem, f"{schema}.{name}"),
+    return LandingTable(schema, name, entry.path, problem and _on(problem, qualified_name(schema, name)),
                         door)
 
 

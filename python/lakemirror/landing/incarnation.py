@@ -21,7 +21,8 @@ from pathlib import Path, PurePath
 from lakemirror.errors import MetadataError, ZoneAccessError
 from lakemirror.landing.control_copy import ControlCopy
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import LandingZone, ZoneDoor, parse_json
+from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone_door import ZoneDoor, parse_json
 
 MARKER = "_lakemirror.json"
 

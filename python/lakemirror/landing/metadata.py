@@ -12,22 +12,23 @@ import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from lakemirror.contract import (
+    FILE_DETECTIONS,
+    INSERT,
+    METADATA_FILE,
+    METADATA_KEYS,
+    SCHEMA_COLUMN_KEYS,
+    UPSERT,
+    FileDetection,
+)
 from lakemirror.errors import MetadataError
 from lakemirror.landing.control_copy import ControlCopy
 from lakemirror.landing.delimited import DATA_TYPES, ColumnDefinition, DelimitedFormat
 from lakemirror.landing.discovery import LandingTable
-from lakemirror.landing.zone import Entry, parse_json
-from lakemirror.reference import INSERT, UPSERT
+from lakemirror.landing.zone_door import Entry, parse_json
 
-METADATA_FILE = "_metadata.json"
-FileDetection = Literal["SequentialFileName", "LastUpdateTimeFileDetection"]
-FILE_DETECTIONS: tuple[FileDetection, ...] = ("SequentialFileName", "LastUpdateTimeFileDetection")
-TOP_LEVEL_KEYS = ("keyColumns", "fileDetectionStrategy", "isUpsertDefaultRowMarker", "FileFormat",
-                  "FileExtension", "FileFormatTypeProperties", "SchemaDefinition",
-                  "ConditionalUpdateColumn")
-COLUMN_KEYS = ("Name", "DataType", "IsNullable")
 FORMAT_PROPERTIES = {  # _metadata.json name → (DelimitedFormat field, allowed values or None)
     "FirstRowAsHeader": ("first_row_as_header", (True,)),
     "RowSeparator": ("row_separator", ("\r\n", "\n", "\r")),
@@ -100,7 +101,7 @@ class _MetadataParser:
     def parse(self) -> TableMetadata:
         if not isinstance(self.document, dict):
             raise self.error("must hold a JSON object", 'write {"keyColumns": [...]}')
-        self.document = self.known(self.document, TOP_LEVEL_KEYS, "key", "")
+        self.document = self.known(self.document, METADATA_KEYS, "key", "")
         extension, delimited = self.file_format()
         return TableMetadata(
             key_columns=self.key_columns(),
@@ -258,7 +259,7 @@ class _MetadataParser:
     def column(self, index: int, column: Any) -> ColumnDefinition:
         where = f"SchemaDefinition.Columns[{index}]"
         if isinstance(column, dict):
-            column = self.known(column, COLUMN_KEYS, f"{where} key", f"{where}.")
+            column = self.known(column, SCHEMA_COLUMN_KEYS, f"{where} key", f"{where}.")
         if not isinstance(column, dict) or not isinstance(column.get("Name"), str):
             raise self.error(f"{where} needs a Name", '{"Name": "id", "DataType": "Int64"}')
         written = column.get("DataType", "String")

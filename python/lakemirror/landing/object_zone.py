@@ -1,5 +1,5 @@
 """The landing zone under a prefix of an object store (OneLake, ADLS/Blob, S3, GCS), reached
-through obstore: the object-store implementation of `zone.ZoneDoor`.
+through obstore: the object-store implementation of `zone_door.ZoneDoor`.
 
 There are no folders on an object store: a folder exists when an object lies under it, and
 folders are listed with a delimiter, so a listing of a table never reads its `_ProcessedFiles/`
@@ -22,14 +22,14 @@ from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from lakemirror.errors import UnsafeEntryError, ZoneAccessError
-from lakemirror.landing.zone import (
-    _BUG,
+from lakemirror.landing.zone_door import (
     BOTH_KINDS,
     CONTROL_FILE_LIMIT,
+    OUTSIDE_THE_ZONE,
+    READ_CHUNK,
     Entry,
-    _CHUNK,
-    _gone,
     control_too_large,
+    gone,
     read_bounded,
     unsafe_entry,
 )
@@ -190,7 +190,7 @@ class ObjectZone:
                 raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
             return None
         data = None if result.meta["size"] > limit else _store_call(
-            lambda: read_bounded((bytes(piece) for piece in result.stream(_CHUNK)), limit),
+            lambda: read_bounded((bytes(piece) for piece in result.stream(READ_CHUNK)), limit),
             path, "read")
         if data is None:
             raise control_too_large(path, limit)
@@ -249,7 +249,7 @@ class ObjectZone:
         """The entry at `path`, which must be an object and not also a folder."""
         found = self.entry(path)
         if found is None:
-            raise _gone(path)
+            raise gone(path)
         return self._checked(found)
 
     def _checked(self, found: Entry) -> Entry:
@@ -283,13 +283,13 @@ class ObjectZone:
         if not (isinstance(path, ObjectPath) and path.url == self.root.url
                 and path.is_absolute()):
             raise UnsafeEntryError(f"{path} is outside the landing zone {self.url}",
-                                   file=str(path), hint=_BUG)
+                                   file=str(path), hint=OUTSIDE_THE_ZONE)
         if any(name in ("", ".", "..") or "/" in name for name in names):
             raise UnsafeEntryError(f"{path} names a folder outside its own", file=str(path),
                                    hint="rename the object: lakemirror never follows '..'")
         if entry and not names:
             raise UnsafeEntryError(f"{path} is the landing zone itself, not an entry in it",
-                                   file=str(path), hint=_BUG)
+                                   file=str(path), hint=OUTSIDE_THE_ZONE)
         return "/".join([self.prefix, *names] if self.prefix else names)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakemirror.reference import ROW_MARKER
+from lakemirror.contract import ROW_MARKER
 
 UNNAMED_INDEX = re.compile(r"__index_level_[0-9]+__")
 _LIMIT = 1 << 40  # a range's start and step: its values then fit a bigint

@@ -16,18 +16,11 @@ import os
 import time
 
 from lakemirror.errors import LakemirrorError
-from lakemirror.landing.zone import Entry, ZoneDoor
-from lakemirror.settings import env_number
+from lakemirror.landing.zone_door import Entry, ZoneDoor
+from lakemirror.settings import SETTLE_SECONDS
 
-SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"
-DEFAULT_SETTLE_SECONDS = 2.0
 PARQUET_MAGIC = b"PAR1"
 _FOOTER_TAIL = 8  # footer length (4 bytes, little-endian) + magic
-
-
-def settle_seconds() -> float:
-    """The settle window, from LAKEMIRROR_SETTLE_SECONDS."""
-    return env_number(SETTLE_SECONDS, DEFAULT_SETTLE_SECONDS, "seconds")
 
 
 def in_flight(door: ZoneDoor, entry: Entry, *, parquet: bool, window: float) -> str | None:

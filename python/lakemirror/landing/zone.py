@@ -1,8 +1,7 @@
-"""The only door to the landing zone: every listing, read, write, move and delete of a zone
-entry goes through a `ZoneDoor`, and none of them ever leaves the zone. A zone is a local
-folder (`LandingZone`, here) or a prefix of an object store (`ObjectZone`, in `object_zone`);
-`open_zone` makes the door for either. Zone paths are pure paths: `Path` on disk, `ObjectPath`
-(a key below the prefix, shown as its URL) on an object store.
+"""The local door to the landing zone (`LandingZone`, a folder on disk), and `open_zone`, which
+makes the door for a zone at a local folder or at an object-store location (`ObjectZone`, in
+`object_zone`). Every listing, read, write, move and delete of a zone entry goes through a
+`ZoneDoor` (`zone_door`), and none of them ever leaves the zone.
 
 The zone is untrusted input. Each path is walked from the zone root one folder at a time with
 `O_NOFOLLOW` directory descriptors (`dir_fd=`), so a symbolic link or `..` anywhere below the
@@ -10,38 +9,40 @@ root is refused, never followed. Files are opened without blocking and must be r
 so a FIFO or a device can neither hang a run nor be touched. lakemirror writes, moves and
 deletes only regular files, inside real folders of the zone.
 
-Long because the door's interface and the local door's confinement (descriptor walks, kind
-checks before and after opening, the refusals' wording) are one security boundary, reviewed
-together; the object-store door lives apart in `object_zone`.
+Long because the local door's confinement (descriptor walks, kind checks before and after
+opening, the refusals' wording) is one security boundary, reviewed together.
 """
 
 from __future__ import annotations
 
 import errno
 import io
-import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
-
-if TYPE_CHECKING:
-    from lakemirror.landing.object_zone import ObjectFile
-    from lakemirror.storage.location import ObjectLocation
+from typing import TYPE_CHECKING, ClassVar
 
 from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
+from lakemirror.landing.zone_door import (
+    CONTROL_FILE_LIMIT,
+    OUTSIDE_THE_ZONE,
+    Entry,
+    Kind,
+    ZoneDoor,
+    ZoneFile,
+    chunks,
+    control_too_large,
+    gone,
+    read_bounded,
+    unsafe_entry,
+)
 
-Kind = Literal["file", "folder", "link", "special"]
-CONTROL_FILE_LIMIT = 1 << 20  # _metadata.json, _lakemirror.json, _partnerEvents.json
-_LINK_FIX = ("replace the link with the real file or folder; lakemirror never follows links "
-            "out of the landing zone")
-BOTH_KINDS = "both an object and a folder (objects lie under its name)"  # object stores only
-_BUG = "lakemirror only touches entries inside the landing zone: report this as a bug"
-_CHUNK = 1 << 20
+if TYPE_CHECKING:
+    from lakemirror.storage.location import ObjectLocation
+
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -53,33 +54,6 @@ _KINDS: tuple[tuple[int, Kind, str], ...] = (
     (stat.S_IFBLK, "special", "a block device"))
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One item of a zone folder as it is, links not followed."""
-
-    path: PurePath
-    kind: Kind
-    what: str  # "a regular file", "a directory", "a symbolic link", "a FIFO", ...
-    size: int
-    mtime_ns: int
-    etag: str | None = None  # an object's entity tag (None on disk)
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @classmethod
-    def of(cls, path: PurePath, status: os.stat_result) -> Entry:
-        kind, what = _kind(status.st_mode)
-        return cls(path, kind, what, status.st_size, status.st_mtime_ns)
-
-
-class Readable(Protocol):
-    """A binary stream (a ZoneFile, a pyarrow input stream)."""
-
-    def read(self, size: int, /) -> bytes | None: ...
-
-
 class LocalFile(io.FileIO):
     """A regular zone file open for reading: a plain binary file for pyarrow and the readers."""
 
@@ -87,60 +61,6 @@ class LocalFile(io.FileIO):
         super().__init__(descriptor, "rb", closefd=True)
         self.path = path
         self.size = size
-
-
-if TYPE_CHECKING:
-    ZoneFile: TypeAlias = LocalFile | ObjectFile  # a zone file open for reading
-else:
-    ZoneFile = LocalFile
-
-
-class ZoneDoor(Protocol):
-    """What lakemirror may do in a landing zone; paths lie below `root`, and every method
-    refuses one that does not."""
-
-    @property
-    def root(self) -> PurePath: ...
-
-    @property
-    def lists_history_cheaply(self) -> bool:
-        """Whether an idle run may list `_ProcessedFiles/` to purge it."""
-
-    @property
-    def calls_are_requests(self) -> bool:
-        """Whether each call is a request to a server (an object store), whose round trips
-        are worth making several at once."""
-
-    def entries(self, folder: PurePath) -> list[Entry]:
-        """The folder's entries by name, each classified without following it."""
-
-    def entry(self, path: PurePath) -> Entry | None:
-        """The entry at `path` as it is; None when there is none."""
-
-    def open(self, path: PurePath) -> ZoneFile:
-        """A regular file open for reading (binary, seekable)."""
-
-    def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
-                     etag: str | None = None) -> bytes | None:
-        """A small control file's bytes (at most `limit`); None when there is no such file.
-        With an `etag` (object stores), the read fails unless the object still has it."""
-
-    def write_control(self, path: PurePath, data: bytes) -> None:
-        """Write a control file whole (readers never see part of it)."""
-
-    def create_control(self, path: PurePath, data: bytes) -> str | None:
-        """Write a control file whole unless one exists, so two runners cannot both create
-        it; its ETag ('' on disk) when it was written, None when one exists."""
-
-    def make_folder(self, path: PurePath) -> None:
-        """Make sure `path` can hold files: a folder, or nothing yet; never a file."""
-
-    def move(self, path: PurePath, folder: PurePath) -> PurePath:
-        """Move a regular file into `folder`, stamped with the time of the move; returns its
-        new path. Repeating a move interrupted at any point completes it."""
-
-    def delete(self, path: PurePath) -> None:
-        """Delete a regular file (never a folder, a link or what a link points to)."""
 
 
 def open_zone(location: PurePath | ObjectLocation) -> ZoneDoor:
@@ -192,7 +112,7 @@ class LandingZone:
         with self._folder(folder) as descriptor:
             opened = _open_regular(descriptor, name, path)
         if opened is None:
-            raise _gone(path)
+            raise gone(path)
         return opened
 
     def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
@@ -290,14 +210,14 @@ class LandingZone:
             return list(Path(os.path.abspath(path)).relative_to(self.root).parts)
         except ValueError:
             raise UnsafeEntryError(f"{path} is outside the landing zone {self.root}",
-                                   file=str(path), hint=_BUG) from None
+                                   file=str(path), hint=OUTSIDE_THE_ZONE) from None
 
     def _split(self, path: PurePath) -> tuple[list[str], str]:
         """The folder names leading to an entry below the root, and the entry's name."""
         parts = self._parts(path)
         if not parts:
             raise UnsafeEntryError(f"{path} is the landing zone itself, not an entry in it",
-                                   file=str(path), hint=_BUG)
+                                   file=str(path), hint=OUTSIDE_THE_ZONE)
         return parts[:-1], parts[-1]
 
     @contextmanager
@@ -331,49 +251,14 @@ def read_control_file(opened: ZoneFile, limit: int) -> bytes:
     return data
 
 
-def control_too_large(path: PurePath, limit: int) -> UnsafeEntryError:
-    return UnsafeEntryError(
-        f"{path.name} is larger than {limit} bytes, too large for a control file",
-        file=str(path), hint=f"write {path.name} with only the keys it needs")
-
-
 def _link(source: str, target: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
     os.link(source, target, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd,
             follow_symlinks=False)
 
 
-def read_bounded(pieces: Iterable[bytes], limit: int) -> bytes | None:
-    """All the pieces joined, or None as soon as they hold more than `limit` bytes (so a huge
-    or endless stream never takes more than about `limit` of memory)."""
-    buffer = io.BytesIO()
-    for piece in pieces:
-        if buffer.tell() + len(piece) > limit:
-            return None
-        buffer.write(piece)
-    return buffer.getvalue()
-
-
-def parse_json(data: bytes) -> Any:
-    """A control file's JSON document (UTF-8, a byte order mark allowed); raises ValueError
-    saying what is wrong and where."""
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not valid JSON: {error.msg} at line {error.lineno}, "
-                         f"column {error.colno}") from error
-    except UnicodeDecodeError as error:
-        raise ValueError(f"not valid UTF-8: {error}") from error
-    except RecursionError as error:
-        raise ValueError("not valid JSON: nested too deeply") from error
-
-
-def chunks(stream: Readable) -> Iterator[bytes]:
-    """A binary stream's bytes in chunks."""
-    return iter(partial(_read, stream), b"")
-
-
-def _read(stream: Readable) -> bytes:
-    return stream.read(_CHUNK) or b""
+def _entry_of(path: PurePath, status: os.stat_result) -> Entry:
+    kind, what = _kind(status.st_mode)
+    return Entry(path, kind, what, status.st_size, status.st_mtime_ns)
 
 
 def _kind(mode: int) -> tuple[Kind, str]:
@@ -385,7 +270,7 @@ def _kind(mode: int) -> tuple[Kind, str]:
 
 def _lstat(descriptor: int, name: str, path: PurePath) -> Entry | None:
     try:
-        return Entry.of(path, os.lstat(name, dir_fd=descriptor))
+        return _entry_of(path, os.lstat(name, dir_fd=descriptor))
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -403,7 +288,7 @@ def _open_regular(descriptor: int, name: str, path: PurePath) -> LocalFile | Non
         handle = os.open(name, _READ, dir_fd=descriptor)
     except OSError as error:
         raise _refusal(descriptor, name, path, "file", error, "read") from error
-    opened = Entry.of(path, os.fstat(handle))
+    opened = _entry_of(path, os.fstat(handle))
     if opened.kind != "file":
         os.close(handle)
         _require_kind(opened, "file")
@@ -414,7 +299,7 @@ def _require(descriptor: int, name: str, path: PurePath, kind: Kind) -> None:
     """`name` in the folder must exist and be of `kind`."""
     found = _lstat(descriptor, name, path)
     if found is None:
-        raise _gone(path)
+        raise gone(path)
     _require_kind(found, kind)
 
 
@@ -428,22 +313,6 @@ def _unlink(descriptor: int, name: str, path: PurePath) -> None:
         os.unlink(name, dir_fd=descriptor)
     except OSError as error:
         raise access_error(error, path, "delete") from error
-
-
-def _gone(path: PurePath) -> ZoneAccessError:
-    return ZoneAccessError(f"{path} does not exist", file=str(path),
-                           hint="it disappeared while lakemirror worked on it; run again")
-
-
-def unsafe_entry(entry: Entry, wanted: str, *, table: str | None = None) -> UnsafeEntryError:
-    """The error for an entry that is not what the contract needs there."""
-    hint = (_LINK_FIX if entry.kind == "link" else
-            "rename or remove the object or the objects under its name: a name cannot be both"
-            if entry.what == BOTH_KINDS else
-            f"replace it with {wanted}; lakemirror never opens FIFOs, sockets or devices"
-            if entry.kind == "special" else f"rename or remove it: only {wanted} belongs here")
-    return UnsafeEntryError(f"{entry.path} is {entry.what}, not {wanted}", table=table,
-                            file=str(entry.path), hint=hint)
 
 
 def _refusal(descriptor: int, name: str, path: PurePath, kind: Kind, error: OSError,
@@ -471,6 +340,6 @@ def access_error(error: OSError, path: PurePath, action: str) -> ZoneAccessError
             hint="mount the landing zone read-write for lakemirror: it moves staged files into "
                  "_ProcessedFiles/ and writes _lakemirror.json")
     if error.errno == errno.ENOENT:
-        return _gone(path)
+        return gone(path)
     return ZoneAccessError(f"cannot {action} {path}: {error.strerror}", **where,
                            hint="check the landing zone's storage, then run again")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from lakemirror.errors import ConfigError
@@ -23,12 +22,12 @@ def dbt_package_dir() -> Path:
                            "in a git clone)")
 
 
-def profiles_dir(project_dir: Path) -> Path:
-    """Where dbt finds the profiles of `project_dir`, looking as dbt does: DBT_PROFILES_DIR,
-    then the project's own folder (profiles.yml next to dbt_project.yml), then its profiles/
-    folder (lakemirror's repository keeps them there), then ~/.dbt."""
-    if configured := os.environ.get("DBT_PROFILES_DIR"):
-        return Path(configured).expanduser()
+def profiles_dir(project_dir: Path, configured: Path | None) -> Path:
+    """Where dbt finds the profiles of `project_dir`, looking as dbt does: `configured`
+    (DBT_PROFILES_DIR), then the project's own folder (profiles.yml next to dbt_project.yml),
+    then its profiles/ folder (lakemirror's repository keeps them there), then ~/.dbt."""
+    if configured is not None:
+        return configured
     for folder in (project_dir, project_dir / "profiles"):
         if (folder / "profiles.yml").is_file():
             return folder

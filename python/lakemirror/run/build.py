@@ -3,33 +3,37 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.conflicts import classify_conflict
 from lakemirror.errors import EngineCrashError
+from lakemirror.naming import split_qualified_name, staging_table_name
 from lakemirror.node_result import NodeResult
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope
-from lakemirror.staging import staging_table_name
-from lakemirror.staging.lock import ensure_held
+from lakemirror.staging.lock import HeldLocks
 from lakemirror.table_outcome import rebuild_after_crash
 
 
 def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = None, *,
-          damaged: dict[str, list[str]] | None = None) -> list[NodeResult]:
+          damaged: dict[str, list[str]] | None = None,
+          run_vars: Mapping[str, object] | None = None,
+          locks: HeldLocks = HeldLocks({})) -> list[NodeResult]:
     """`dbt build` on the configured target, limited to the scope's mirror models when
     tables were selected, and never building another run's tables nor the `damaged` ones
     (model → locations, which are not attached either); models that lost a commit conflict
     are built again with backoff, and those an engine crash interrupted once more on a
-    fresh engine."""
+    fresh engine. `run_vars` go to dbt besides (see `invoke_dbt`); none of the run's `locks`
+    may have been lost."""
     damaged = damaged or {}
     selection = _selection(settings, scope, frozenset(damaged)) if scope is not None else []
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
-    extra_vars = unattached if damaged else {}
-    ensure_held(settings.warehouse)
+    extra_vars = {**(run_vars or {}), **(unattached if damaged else {})}
+    locks.ensure_held()
     log.progress(f"dbt build {' '.join(selection)}".rstrip())
     try:
         nodes = dbt(settings, "build", *selection, extra_vars=extra_vars)
@@ -48,7 +52,7 @@ def _selection(settings: RunSettings, scope: Scope,
     folder = settings.project_dir / MIRROR_FOLDER
     models = {path.stem for path in [*folder.glob("*/*.sql"), *folder.glob("*/history/*.sql")]}
     skip = skip | {name + HISTORY_SUFFIX for name in skip}
-    ours = {staging_table_name(*name.split(".", 1)) for name in scope.names}
+    ours = {staging_table_name(*split_qualified_name(name)) for name in scope.names}
     ours = (ours | {name + HISTORY_SUFFIX for name in ours}) - skip
     if scope.explicit:
         return ["--select", *sorted(models & ours)]

@@ -4,11 +4,11 @@ server for `connect`."""
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from typing import Protocol
 
 from lakemirror.build import dbt_invoke
-from lakemirror.delta.known_states import remembered, states_env
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -19,13 +19,14 @@ from lakemirror.engine import (
     close_connect_sessions,
     watchdog,
 )
-from lakemirror.engine.connect import CONNECT_URL, connect_server
-from lakemirror.engine.sail import configured_port, storage_fingerprint
+from lakemirror.engine.connect import connect_server
+from lakemirror.engine.sail import storage_fingerprint
 from lakemirror.errors import EngineCrashError, UnreachableServerError
 from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.run.server_storage import explain_storage_errors
 from lakemirror.run.settings import RunSettings
+from lakemirror.settings import CONNECT_URL, Settings
 from lakemirror.storage.engine_settings import engine_environment
 from lakemirror.storage.hadoop import spark_url
 from lakemirror.storage.location import ObjectLocation
@@ -40,27 +41,29 @@ class Dbt(Protocol):
 
 def invoke_dbt(settings: RunSettings, command: str, *args: str,
                extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
-    """Run a dbt command on the configured target (with `extra_vars` besides the settings'
-    own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
+    """Run a dbt command on the configured target (with `extra_vars`, which only the nodes'
+    execution reads, besides the settings' own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
     the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
     the Connect server stopped answering (a cluster lakemirror cannot restart)."""
     warehouse = settings.warehouse
     env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target in ("spark", "connect")
            and isinstance(warehouse, ObjectLocation) else str(warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
-    dbt_vars = {**settings.dbt_vars, **(extra_vars or {})}
+    run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.target == "embedded":
-        address, engine = embedded_engine(engine_environment(settings.warehouse))
+        address, engine = embedded_engine(engine_environment(settings.warehouse),
+                                          env=settings.env)
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         timeout = settings.engine_timeout
-    elif settings.target == "connect" and (remote := connect_server()) is not None:
+    elif (settings.target == "connect"
+          and (remote := connect_server(settings.env.connect_url)) is not None):
         engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
     else:
-        return _dbt_invoke(settings, command, args, env, dbt_vars)
+        return _dbt_invoke(settings, command, args, env, run_vars)
     with watchdog(engine, timeout) as watch:
-        nodes = _dbt_invoke(settings, command, args, env, dbt_vars)
+        nodes = _dbt_invoke(settings, command, args, env, run_vars)
     if isinstance(engine, RemoteServer):
         nodes = explain_storage_errors(settings, nodes)
     if watch.reason is None:
@@ -79,41 +82,45 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
 
 
 def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
-                env: dict[str, str], dbt_vars: Mapping[str, object]) -> list[NodeResult]:
+                env: dict[str, str], run_vars: Mapping[str, object]) -> list[NodeResult]:
     return dbt_invoke(command, settings.project_dir,
-                      profiles_dir=profiles_dir(settings.project_dir), target=settings.target,
-                      env=env, dbt_vars=dbt_vars,
+                      profiles_dir=profiles_dir(settings.project_dir,
+                                                settings.env.dbt_profiles_dir),
+                      target=settings.target,
+                      env=env, dbt_vars=settings.dbt_vars, run_vars=run_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
-                      warm=settings.warm,
-                      run_env=states_env(remembered(settings.warehouse)
-                                         if command == "build" else ()))
+                      warm=settings.warm)
 
 
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
+_starting = threading.Lock()
 
 
-def embedded_engine(environment: Mapping[str, str] | None = None
+def embedded_engine(environment: Mapping[str, str] | None = None, *, env: Settings
                     ) -> tuple[EngineAddress, WatchedEngine]:
-    """The background engine if one runs with the storage settings asked for (`environment`,
-    those of the warehouse it serves), else this process's own engine in a child process
-    started with them (one engine per set of settings), a fresh one once the last was lost.
-    A child takes LAKEMIRROR_ENGINE_PORT's port unless another child holds it: then any."""
-    running = background_process()
-    if running and background_storage() == storage_fingerprint(environment or {}):
+    """The background engine (in `env.home`) if one runs with the storage settings asked for
+    (`environment`, those of the warehouse it serves), else this process's own engine in a
+    child process started with them (one engine per set of settings), a fresh one once the
+    last was lost. A child takes LAKEMIRROR_ENGINE_PORT's port unless another child holds it:
+    then any; it shows its log with `--debug` or LAKEMIRROR_LOG."""
+    running = background_process(env.home)
+    if running and background_storage(env.home) == storage_fingerprint(environment or {}):
         return running.address, running
     key = tuple(sorted((environment or {}).items()))
-    engine = _child_engines.get(key)
-    if engine is None or not engine.alive():
-        if engine is not None:
-            engine.kill()  # reaped, so its port is free again
-        port = configured_port()
-        taken = any(other.alive() and other.address.port == port
-                    for other in _child_engines.values())
-        engine = _child_engines[key] = ChildEngine(environment=environment,
-                                                   port=0 if taken else port)
+    with _starting:  # two runs' threads share the engine one of them starts
+        engine = _child_engines.get(key)
+        if engine is None or not engine.alive():
+            if engine is not None:
+                engine.kill()  # reaped, so its port is free again
+            port = env.engine_port
+            taken = any(other.alive() and other.address.port == port
+                        for other in _child_engines.values())
+            engine = _child_engines[key] = ChildEngine(environment=environment,
+                                                       port=0 if taken else port,
+                                                       show_log=env.engine_log or env.debug)
     return engine.address, engine
 
 
-def engine_address() -> EngineAddress:
+def engine_address(env: Settings) -> EngineAddress:
     """The address of the embedded engine dbt runs on (see `embedded_engine`)."""
-    return embedded_engine()[0]
+    return embedded_engine(env=env)[0]

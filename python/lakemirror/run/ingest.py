@@ -10,10 +10,10 @@ from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.errors import CorruptTableError, LandingZoneError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.detection import Settling
-from lakemirror.landing.readiness import SETTLE_SECONDS, settle_seconds
 from lakemirror.monitor import record_partner_events
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
+from lakemirror.settings import SETTLE_SECONDS
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,
@@ -23,7 +23,7 @@ from lakemirror.staging import (
     staging_table_name,
 )
 from lakemirror.staging.batches_log import create_mirror_batches
-from lakemirror.staging.lock import control_lock, ensure_held
+from lakemirror.staging.lock import control_lock
 from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
 from lakemirror.table_outcome import failed_ingest
@@ -36,7 +36,8 @@ def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable],
     _record_partner(settings, log)
     layout = settings.layout
     control_damage = _control_damage(layout)
-    ingested = [failed_ingest(table, control_damage, settings.warehouse) if control_damage
+    ingested = [failed_ingest(table, control_damage, settings.warehouse,
+                              debug=settings.env.debug) if control_damage
                 else _ingest_table(settings, log, table, opened) for table in tables]
     create_mirror_batches(layout)
     if register_relations(layout, [
@@ -65,26 +66,29 @@ def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable,
     log.progress(f"ingest {table.qualified_name}")
     layout = settings.layout
     try:
-        ensure_held(settings.warehouse, [table.qualified_name])
+        opened.locks.ensure_held([table.qualified_name])
         for path, recovery in _owned_tables(layout, table) if table.problem is None else ():
             check_newest_commit(path, table=table.qualified_name, recovery=recovery)
         result = ingest_table(table, layout, retention_days=settings.retention_days,
                               on_file=lambda file: log.progress(f"  stage {file.path.name}"),
                               settle=None if settings.warm
-                              else lambda settling: _settle(log, settling),
-                              staging=opened.of(table.schema, table.name))
+                              else lambda settling: _settle(log, settling, settings),
+                              staging=opened.of(table.schema, table.name),
+                              settle_seconds=settings.env.settle_seconds,
+                              max_text_bytes=settings.env.max_text_bytes,
+                              debug=settings.env.debug)
     except Exception as error:  # one table's failure stays its own
-        return failed_ingest(table, error, settings.warehouse)
+        return failed_ingest(table, error, settings.warehouse, debug=settings.env.debug)
     for warning in result.metadata.warnings:
         log.progress(f"  warning: {warning}")
     return result
 
 
-def _settle(log: RunLog, settling: Settling) -> None:
+def _settle(log: RunLog, settling: Settling, settings: RunSettings) -> None:
     """Wait until a file that changed just before this one-shot run leaves the settle
     window (`run --watch` runs again by itself once it has)."""
     log.progress(f"  waiting {settling.seconds:.1f} s for {settling.path.name} to settle "
-                     f"({SETTLE_SECONDS}={settle_seconds():g})")
+                     f"({SETTLE_SECONDS}={settings.env.settle_seconds:g})")
     time.sleep(settling.seconds)
 
 
@@ -112,7 +116,7 @@ def _control_damage(layout: Warehouse) -> CorruptTableError | None:
 def _record_partner(settings: RunSettings, log: RunLog) -> None:
     try:
         with control_lock(settings.warehouse, timeout=settings.lock_timeout,
-                          progress=log.progress):
+                          progress=log.progress, lease_seconds=settings.env.lease_seconds):
             record_partner_events(settings.zone, settings.layout)
     except (LandingZoneError, OSError, ValueError) as error:  # informational only
         log.warn(str(error))

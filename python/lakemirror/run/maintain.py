@@ -12,7 +12,7 @@ def maintain(settings: RunSettings, log: RunLog, names: list[str]) -> None:
     from lakemirror.maintenance import due_tables, maintain_tables
 
     try:
-        due = due_tables(settings.warehouse, names)
+        due = due_tables(settings.warehouse, names, hours=settings.env.maintenance_hours)
         if due:
             maintain_tables(settings.layout, due, progress=log.progress)
     except Exception as error:  # maintenance is housekeeping: the run's outcome stands

@@ -49,5 +49,6 @@ def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult,
                 log.progress(f"model {path.relative_to(project_dir)}: {outcome}")
     except Exception as error:  # one table's failure stays its own
         return (result if result.status == "failed"
-                else failed_ingest(result.table, error, settings.warehouse, result))
+                else failed_ingest(result.table, error, settings.warehouse, result,
+                                   debug=settings.env.debug))
     return result

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lakemirror.delta.access import delta_table, is_delta_table
-from lakemirror.delta.known_states import remember
+from lakemirror.delta.known_states import KnownStates
 from lakemirror.delta.rows import loaded_row_count
 from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
 from lakemirror.node_result import NodeResult
@@ -16,14 +16,15 @@ from lakemirror.status import TableStatus
 from lakemirror.table_outcome import table_status
 
 
-def statuses(settings: RunSettings, ingested: list[IngestResult],
-             nodes: list[NodeResult]) -> list[TableStatus]:
-    """Each ingested table's status after the build's `nodes`."""
-    return [_status(settings, result, nodes) for result in ingested]
+def statuses(settings: RunSettings, ingested: list[IngestResult], nodes: list[NodeResult],
+             known: KnownStates) -> list[TableStatus]:
+    """Each ingested table's status after the build's `nodes`; the mirrored tables' Delta
+    states read on the way are kept in `known` for the next warm build."""
+    return [_status(settings, result, nodes, known) for result in ingested]
 
 
-def _status(settings: RunSettings, result: IngestResult,
-            nodes: list[NodeResult]) -> TableStatus:
+def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult],
+            known: KnownStates) -> TableStatus:
     schema, name = result.table.schema, result.table.name
     path = settings.layout.mirrored_path(schema, name)
     try:
@@ -32,7 +33,7 @@ def _status(settings: RunSettings, result: IngestResult,
     except Exception:  # a damaged table: its status already says why
         table, rows = None, None
     if table is not None:
-        remember(path, table)
+        known.remember(path, table)
     return table_status(result, nodes, rows, attempts=settings.backoff.attempts)
 
 
@@ -40,7 +41,7 @@ def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, *, applied_now: bool) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it."""
     with control_lock(settings.warehouse, timeout=settings.lock_timeout,
-                      progress=log.progress):
+                      progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
             layout = settings.layout
             records = read_records(layout)  # of each folder, whatever its case

@@ -9,6 +9,7 @@ from lakemirror.binding import ZoneIdentity, check_binding, record_binding, zone
 from lakemirror.codegen import without_history_clashes
 from lakemirror.landing import LandingTable, discover_tables, hidden_entries
 from lakemirror.landing.discovery import list_ahead
+from lakemirror.naming import qualified_name
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.scope import Scope, resolve_scope
@@ -34,14 +35,14 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
         shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
         log.warn(f"ignored {len(hidden)} hidden entries of the landing zone (names "
                  f"starting with '.' are never tables): {shown}")
-    known += [f"{schema}.{table}" for schema, table in staged_tables(settings.layout)]
+    known += [qualified_name(schema, table) for schema, table in staged_tables(settings.layout)]
     scope = resolve_scope(selected, known)
     with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
-                     progress=log.progress):
+                     progress=log.progress, lease_seconds=settings.env.lease_seconds) as locks:
         landing = without_history_clashes(discover_tables(settings.zone),
                                           staged_tables(settings.layout))
         list_ahead([table for table in landing if table.qualified_name in scope])
-        opened = StagingTables(settings.layout)
+        opened = StagingTables(settings.layout, locks)
         yield landing, scope, opened
         _record_binding(settings, log, zone, opened)
 
@@ -50,7 +51,7 @@ def _record_binding(settings: RunSettings, log: RunLog, zone: ZoneIdentity,
                     opened: StagingTables) -> None:
     try:
         with control_lock(settings.warehouse, timeout=settings.lock_timeout,
-                          progress=log.progress):
+                          progress=log.progress, lease_seconds=settings.env.lease_seconds):
             record_binding(opened, zone)
     except Exception as error:  # the run's own status is still printed
         log.warn(f"could not record the landing zone of the warehouse: "

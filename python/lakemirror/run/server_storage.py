@@ -8,14 +8,8 @@ their tables instead of a bare Java stack."""
 from __future__ import annotations
 
 import dataclasses
-import os
 
-from lakemirror.engine.connect import (
-    CONNECT_URL,
-    DEFAULT_CONNECT_URL,
-    connect_session,
-    server_address,
-)
+from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.sail import answers
 from lakemirror.errors import ServerStorageError
 from lakemirror.node_result import NodeResult
@@ -36,13 +30,14 @@ def check_server_storage(settings: RunSettings) -> None:
         return
     from pyspark.errors import PySparkException  # only here: a run imports no pyspark otherwise
 
-    server = os.environ.get(CONNECT_URL) or DEFAULT_CONNECT_URL
+    server = settings.env.connect_url
     address = server_address(server)
     if (server, str(warehouse)) in _reached or address is None or not answers(address):
         return  # a server that does not answer: dbt's plugin waits for it, naming the fix
     try:
         # analysed at once: the server lists <warehouse>/_delta_log, which no run writes
-        connect_session(server).read.format("delta").load(spark_url(warehouse)).schema
+        session = connect_session(server, timeout=settings.env.connect_timeout)
+        session.read.format("delta").load(spark_url(warehouse)).schema
     except PySparkException as error:
         if (problem := server_storage_problem(str(error))) is not None:
             raise ServerStorageError(

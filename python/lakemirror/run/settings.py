@@ -11,16 +11,16 @@ from typing import Any, TypeAlias
 
 from lakemirror.codegen import (
     WarehouseName,
-    check_schema_suffix,
     checked_name,
-    configured_name,
     warehouse_name,
 )
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.errors import ConfigError
-from lakemirror.landing.zone import ZoneDoor, open_zone
+from lakemirror.landing.zone import open_zone
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
+from lakemirror.settings import DEFAULT_WAREHOUSE_NAME, Settings, read_settings
 from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS
@@ -49,16 +49,16 @@ class RunSettings:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     backoff: Backoff = field(default_factory=Backoff)
-    warehouse_name: str = field(default_factory=configured_name)  # generated models know it by
+    warehouse_name: str = DEFAULT_WAREHOUSE_NAME  # generated models know it by
     rebind_landing_zone: bool = False  # mirror this zone even if the warehouse mirrors another
     confirm_drops: bool = False  # drop however many tables' folders are gone
     max_drop_share: float = DEFAULT_MAX_DROP_SHARE
+    env: Settings = field(default_factory=Settings)  # the LAKEMIRROR_* variables, as read
 
     def __post_init__(self) -> None:
         checked_name(self.warehouse_name)  # before any table
-        check_schema_suffix()
         if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
-            refuse_unreachable_warehouse(self.warehouse, self.target)
+            refuse_unreachable_warehouse(self.warehouse, self.target, self.env.delta_jars)
         if not (self.project_dir / "dbt_project.yml").is_file():
             raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
                               hint="run lakemirror in your dbt project's folder, or pass "
@@ -69,8 +69,12 @@ class RunSettings:
     def given(cls, landing_zone: ZoneLocation, warehouse: WarehouseLocation,
               project_dir: Path | None = None, **options: Any) -> RunSettings:
         """The settings for locations as given, their links resolved once; the project is the
-        one in the current directory by default, as for dbt. `options` are the other fields."""
+        one in the current directory by default, as for dbt. `options` are the other fields;
+        `env` is read from the environment and the warehouse's name taken from it unless
+        given."""
         zone = landing_zone.resolve() if isinstance(landing_zone, Path) else landing_zone
+        env = options["env"] = options.get("env") or read_settings()
+        options.setdefault("warehouse_name", env.warehouse_name)
         return cls(landing_zone=zone,
                    warehouse=warehouse_location(warehouse),
                    project_dir=(project_dir or Path.cwd()).resolve(), given_zone=landing_zone,

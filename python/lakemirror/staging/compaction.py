@@ -23,12 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties
 
+from lakemirror.contract import DELETE, INSERT, ROW_MARKER
 from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.rows import read_table
 from lakemirror.errors import StorageError
 from lakemirror.landing import POSITION
-from lakemirror.reference import DELETE, INSERT, ROW_MARKER
 from lakemirror.staging.evolution import conform
 from lakemirror.storage.location import Location
 

@@ -9,11 +9,10 @@ whose text names the operating-system error, so the errno is read from there too
 from __future__ import annotations
 
 import errno
-import os
 import re
 from pathlib import Path, PurePath
 
-from lakemirror.errors import DEBUG_VARIABLE, LakemirrorError, StorageError
+from lakemirror.errors import LakemirrorError, StorageError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.zone import access_error
 from lakemirror.storage.location import Location
@@ -24,11 +23,11 @@ _STRERRORS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission
 
 
 def as_failure(error: Exception, table: LandingTable, *, file: PurePath | None,
-               warehouse: Location) -> LakemirrorError:
+               warehouse: Location, debug: bool = False) -> LakemirrorError:
     """`error` as the error of `table` (staging `file`, if one was being staged). With
-    `--debug` (LAKEMIRROR_DEBUG set), an error that is not lakemirror's own is raised as it
-    is instead, so that its traceback shows."""
-    if os.environ.get(DEBUG_VARIABLE) and not isinstance(error, LakemirrorError):
+    `debug` (`--debug`, LAKEMIRROR_DEBUG), an error that is not lakemirror's own is raised as
+    it is instead, so that its traceback shows."""
+    if debug and not isinstance(error, LakemirrorError):
         raise error
     if isinstance(error, LakemirrorError):
         error.table = error.table or table.qualified_name

@@ -24,6 +24,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from lakemirror.contract import METADATA_FILE
 from lakemirror.delta.access import delta_table, is_delta_table, storage_options
 from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.listed_features import list_used_features
@@ -45,10 +46,10 @@ from lakemirror.landing import (
     read_metadata,
 )
 from lakemirror.landing.detection import Settling
-from lakemirror.landing.zone import Entry
+from lakemirror.landing.zone_door import Entry
 from lakemirror.landing.control_copy import ControlCopy, kept_copies, read_listed
 from lakemirror.landing.incarnation import MARKER, create_mark, read_mark
-from lakemirror.landing.metadata import METADATA_FILE
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
@@ -88,14 +89,12 @@ class IngestResult:
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                  retention_days: float = DEFAULT_RETENTION_DAYS,
                  on_file: Callable[[SequenceFile], None] = lambda file: None,
-                 settle: Callable[[Settling], None] | None = None,
-                 staging: StagingTable | None = None) -> IngestResult:
-    """Stage every new file of `table` in order. Never raises: a bad file, a table with a
-    `problem`, or any other failure (disk full, permissions, a bug) fails only this table.
-    `settle` (one-shot runs) waits out the rest of the settle window once when the table's
-    next file is only settling, and the files are looked at again; without it the table
-    waits for a later run. `staging` is the run's object of the table's staging table
-    (see `staging.opened`), when it has one."""
+                 settle: Callable[[Settling], None] | None = None, settle_seconds: float = 0.0,
+                 staging: StagingTable | None = None, debug: bool = False,
+                 max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> IngestResult:
+    """Stage every new file of `table` in order; a bad file, a `problem` or a bug fails only
+    this table (`debug`: a bug is raised). A file changed within `settle_seconds` waits
+    (`settle`: waits it out once); `max_text_bytes` caps its text; `staging`: `staging.opened`."""
     staging = staging or StagingTable(warehouse.staging_path(table.schema, table.name))
     staged = StagedFiles()
     metadata = TableMetadata()
@@ -126,17 +125,17 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         staging.list_used_features()  # a table staged before lakemirror listed them
         incarnation, copies[MARK_COPY_KEY] = folder_incarnation(
             staging, table, listing, warn=warnings.append)
-        detection = detect_files(table, metadata, staged, listing)
+        detection = detect_files(table, metadata, staged, listing, settle_seconds=settle_seconds)
         if detection.settling is not None and settle is not None:
             settle(detection.settling)
-            detection = detect_files(table, metadata, staged)
+            detection = detect_files(table, metadata, staged, settle_seconds=settle_seconds)
         warnings.extend(detection.warnings)
         staging.check_unchanged(table, detection.staged_listed, staged.newest)
         moved = move_processed(table, detection.staged_in_place)
         for file in detection.pending:
             current = file.path
             on_file(file)
-            with open_change_file(table, file, metadata) as change_file:
+            with open_change_file(table, file, metadata, max_text_bytes) as change_file:
                 staged_rows += staging.append(change_file, incarnation, kept_copies(copies))
             staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
@@ -147,7 +146,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
         if moved or staged_files or table.door.lists_history_cheaply:
             purge_processed(table, retention_days)
     except Exception as error:  # the table's error boundary
-        return result("failed", as_failure(error, table, file=current, warehouse=warehouse.root))
+        return result("failed", as_failure(error, table, file=current, warehouse=warehouse.root,
+                                           debug=debug))
     if detection.waiting_for:
         return result("waiting", detection.waiting_for)
     if staged.last_sequence == 0:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakemirror.landing.discovery import staging_table_name as staging_table_name
+from lakemirror.naming import staging_table_name as staging_table_name
 from lakemirror.storage.location import Location, ObjectLocation
-from lakemirror.storage.warehouse import WarehouseStorage, warehouse_storage
+from lakemirror.storage.warehouse import warehouse_storage
+from lakemirror.storage.warehouse_door import WarehouseStorage
 
 STAGING_SCHEMA = "_lakemirror_staging"
 CONTROL_SCHEMA = "_lakemirror_control"

@@ -11,6 +11,7 @@ from typing import Literal
 from lakemirror.landing import LandingTable
 from lakemirror.landing.discovery import ALL_TABLES
 from lakemirror.landing.incarnation import read_mark
+from lakemirror.naming import qualified_name
 from lakemirror.staging.dropped import DroppedCopy, keep_dropped
 from lakemirror.staging.ingest import listed_mark
 from lakemirror.staging.layout import Warehouse
@@ -48,7 +49,7 @@ def find_retirements(tables: list[LandingTable], warehouse: Warehouse, *,
     present = {(table.schema, table.name): table for table in tables}
     retirements = []
     for schema, name in staged_tables(warehouse):
-        if scope is not None and f"{schema}.{name}" not in scope:
+        if scope is not None and qualified_name(schema, name) not in scope:
             continue  # its folder is not even listed
         table = present.get((schema, name)) or present.get((schema, ALL_TABLES))
         if table is None:

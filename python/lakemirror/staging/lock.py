@@ -3,74 +3,83 @@ run that stages, applies or drops it, and a short one for the shared control tab
 disjoint tables proceed side by side; a run wanting a busy table waits. The warehouse's
 storage holds the locks themselves (`WarehouseStorage.try_lock`). A lease (a warehouse in
 object storage) can be lost while held, when its heartbeat cannot renew it in time: a run
-asks `ensure_held` before it commits for a table."""
+asks its `HeldLocks.ensure_held` before it commits for a table."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 
 from lakemirror.errors import LockLostError, LockTimeoutError
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import Location
-from lakemirror.storage.warehouse import HeldLock, WarehouseStorage, warehouse_storage
+from lakemirror.storage.warehouse import warehouse_storage
+from lakemirror.storage.warehouse_door import HeldLock, WarehouseStorage
 
 DEFAULT_LOCK_TIMEOUT = 600.0
 CONTROL_LOCK = "_control"  # table names never start with "_"
 _POLL_SECONDS = 0.2
-_held: dict[tuple[str, str], HeldLock] = {}  # this process's locks by (warehouse, name)
+
+
+@dataclass(frozen=True)
+class HeldLocks:
+    """The table locks one run holds on one warehouse, by table name."""
+
+    held: Mapping[str, HeldLock]
+
+    def ensure_held(self, names: Sequence[str] | None = None) -> None:
+        """Raise LockLostError when a lock of the named tables (or any) was lost: the run
+        must commit nothing more for those tables."""
+        lost = sorted(name for name, held in self.held.items()
+                      if (names is None or name in names) and held.lost)
+        if lost:
+            raise LockLostError(
+                f"the lease of {', '.join(lost)} was not renewed in time (a stalled network "
+                "or process) and may be another run's now; nothing more was committed for it",
+                table=lost[0],
+                hint="run again: the next run goes on from what was committed; if this "
+                     "recurs, raise LAKEMIRROR_LEASE_SECONDS")
 
 
 @contextmanager
 def table_locks(warehouse: Location, names: Sequence[str], *, timeout: float,
-                progress: Callable[[str], None]) -> Iterator[None]:
+                progress: Callable[[str], None],
+                lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[HeldLocks]:
     """Hold the locks of the named tables ('schema.table'), taken in sorted order so that two
-    runs never wait for each other; waits at most `timeout` seconds in all."""
+    runs never wait for each other; waits at most `timeout` seconds in all. A lease lasts
+    `lease_seconds` unrenewed (LAKEMIRROR_LEASE_SECONDS)."""
     deadline = time.monotonic() + timeout
     with ExitStack() as stack:
-        for name in sorted(set(names)):
-            stack.enter_context(_lock(warehouse, name, deadline, progress))
-        yield
+        yield HeldLocks({name: stack.enter_context(_lock(warehouse, name, deadline, progress,
+                                                         lease_seconds))
+                         for name in sorted(set(names))})
 
 
 @contextmanager
 def control_lock(warehouse: Location, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
-                 progress: Callable[[str], None] = lambda message: None) -> Iterator[None]:
+                 progress: Callable[[str], None] = lambda message: None,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[None]:
     """Hold the lock of the control tables lakemirror rewrites (registry, monitoring)."""
-    with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress):
+    with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress, lease_seconds):
         yield
 
 
 @contextmanager
-def _lock(warehouse: Location, name: str, deadline: float,
-          progress: Callable[[str], None]) -> Iterator[None]:
-    held = _acquire(warehouse_storage(warehouse), name, deadline, progress)
-    _held[str(warehouse), name] = held
+def _lock(warehouse: Location, name: str, deadline: float, progress: Callable[[str], None],
+          lease_seconds: float) -> Iterator[HeldLock]:
+    held = _acquire(warehouse_storage(warehouse), name, deadline, progress, lease_seconds)
     try:
-        yield
+        yield held
     finally:
-        del _held[str(warehouse), name]
         held.release()
 
 
-def ensure_held(warehouse: Location, names: Sequence[str] | None = None) -> None:
-    """Raise LockLostError when a lock this process holds on the warehouse (of the named
-    tables, or any) was lost: its holder must commit nothing more for those tables."""
-    lost = sorted(name for (where, name), held in _held.items() if where == str(warehouse)
-                  and (names is None or name in names) and held.lost)
-    if lost:
-        raise LockLostError(
-            f"the lease of {', '.join(map(_label, lost))} was not renewed in time (a stalled "
-            "network or process) and may be another run's now; nothing more was committed "
-            "for it", table=lost[0] if lost[0] != CONTROL_LOCK else None,
-            hint="run again: the next run goes on from what was committed; if this recurs, "
-                 "raise LAKEMIRROR_LEASE_SECONDS")
-
-
 def _acquire(storage: WarehouseStorage, name: str, deadline: float,
-             progress: Callable[[str], None]) -> HeldLock:
+             progress: Callable[[str], None], lease_seconds: float) -> HeldLock:
     waiting = False
-    while (held := storage.try_lock(name)) is None:
+    while (held := storage.try_lock(name, lease_seconds=lease_seconds)) is None:
         if time.monotonic() >= deadline:
             raise LockTimeoutError(
                 "another lakemirror run is still working on this table",

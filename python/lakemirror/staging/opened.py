@@ -11,13 +11,16 @@ from __future__ import annotations
 from lakemirror.delta.access import is_delta_table
 from lakemirror.staging.ingest import StagingTable
 from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.lock import HeldLocks
 
 
 class StagingTables:
-    """The staging tables of `warehouse` that one run reads."""
+    """The staging tables of `warehouse` that one run reads, with the locks it holds on them
+    (none for a caller that reads outside a run)."""
 
-    def __init__(self, warehouse: Warehouse) -> None:
+    def __init__(self, warehouse: Warehouse, locks: HeldLocks = HeldLocks({})) -> None:
         self.warehouse = warehouse
+        self.locks = locks
         self._tables: dict[tuple[str, str], StagingTable] = {}
 
     def of(self, schema: str, table: str) -> StagingTable:

@@ -199,18 +199,18 @@ def _store_kind(text: str) -> str | None:
     return next((kind for kind, pattern in _KINDS if pattern.search(text)), None)
 
 
-def refuse_unreachable_warehouse(location: ObjectLocation, target: str) -> None:
+def refuse_unreachable_warehouse(location: ObjectLocation, target: str,
+                                 delta_jars: str | None) -> None:
     """Raise ConfigError, before any work, when the `target` (not the embedded engine) cannot
     reach a warehouse in object storage: an Azure URL without its account, `spark` without the
-    connector's jars, `thrift` and `databricks` always (lakemirror cannot check their
-    servers). A `connect` server is asked by the run itself (`run.server_storage`)."""
-    from lakemirror.engine.spark import DELTA_JARS
-
+    connector's jars (in the folder `delta_jars`: LAKEMIRROR_DELTA_JARS), `thrift` and
+    `databricks` always (lakemirror cannot check their servers). A `connect` server is asked
+    by the run itself (`run.server_storage`)."""
     spark_url(location)
     if target == "connect":
         return
     if target == "spark":
-        why = connector_missing(location, os.environ.get(DELTA_JARS))
+        why = connector_missing(location, delta_jars)
         if why is None:
             return
         raise ConfigError(f"the warehouse {location} is in object storage: {why}; nothing was "

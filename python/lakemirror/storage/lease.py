@@ -21,7 +21,7 @@ import time
 import uuid
 from typing import Any
 
-DEFAULT_LEASE_SECONDS = 60.0
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 
 
 class Lease:

@@ -18,14 +18,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lakemirror.settings import env_number
-from lakemirror.storage.lease import DEFAULT_LEASE_SECONDS, Lease, try_lease
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.storage.lease import Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
 from lakemirror.storage.secrets import redact
-from lakemirror.storage.warehouse import LOCKS, WarehouseStorage, key_segments, lock_file_name
+from lakemirror.storage.warehouse_door import (
+    LOCKS,
+    WarehouseStorage,
+    key_segments,
+    lock_file_name,
+)
 
 MOVES = "_lakemirror/moves"
-LEASE_SECONDS = "LAKEMIRROR_LEASE_SECONDS"  # how long a lease lasts unrenewed (60 s)
 
 
 class ObjectWarehouse(WarehouseStorage):
@@ -97,11 +101,11 @@ class ObjectWarehouse(WarehouseStorage):
     def remove_empty(self, key: str, up_to: str) -> None:
         """Nothing: a folder of an object store is gone with its last object."""
 
-    def try_lock(self, name: str) -> Lease | None:
-        seconds = env_number(LEASE_SECONDS, DEFAULT_LEASE_SECONDS, "seconds")
+    def try_lock(self, name: str, *,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Lease | None:
         with _os_errors(self.location(LOCKS)):
             return try_lease(self.store, f"{LOCKS}/{lock_file_name(name)}.lease",
-                             seconds=seconds)
+                             seconds=lease_seconds)
 
     def _is_file(self, key: str) -> bool:
         import obstore

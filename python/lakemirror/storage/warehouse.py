@@ -3,30 +3,37 @@ and locks lakemirror's own files in a warehouse (the landing-zone record, the dr
 locks, run state). Delta tables are read and written by deltalake and the engine, by location.
 
 Everything else names a file or folder of the warehouse by its key, a `/`-separated path below
-the warehouse's root (`_lakemirror/landing_zone.json`), and asks `WarehouseStorage`: keys fit a
-folder and an object store's prefix alike: `LocalWarehouse` for a folder, `ObjectWarehouse`
-(`storage.object_warehouse`) for a warehouse at a URL (`s3://…`, `az://…`, `abfss://…`).
+the warehouse's root (`_lakemirror/landing_zone.json`), and asks `WarehouseStorage`
+(`storage.warehouse_door`): keys fit a folder and an object store's prefix alike. Here are
+`warehouse_storage`, which picks the implementation, and `LocalWarehouse` for a folder;
+`ObjectWarehouse` (`storage.object_warehouse`) serves a warehouse at a URL (`s3://…`, `az://…`,
+`abfss://…`).
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 import shutil
-from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
-from lakemirror.errors import ConfigError, StorageError
+from lakemirror.errors import ConfigError
+from lakemirror.settings import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
+from lakemirror.storage.warehouse_door import (
+    LOCKS,
+    HeldLock,
+    WarehouseStorage,
+    key_segments,
+    lock_file_name,
+)
 
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # `s3:`; one letter would be a drive
 FIX = ("pass a local folder or an object store's URL as --warehouse (LAKEMIRROR_WAREHOUSE): "
        "./warehouse, s3://<bucket>/<prefix>, az://<container>/<prefix>, abfss://<container>@"
        "<account>.dfs.core.windows.net/<prefix> or gs://<bucket>/<prefix>")
-LOCKS = "_lakemirror/locks"
 
 
 def warehouse_location(given: str | Path | ObjectLocation) -> Path | ObjectLocation:
@@ -60,88 +67,6 @@ def warehouse_storage(root: Path | ObjectLocation) -> WarehouseStorage:
 
         return ObjectWarehouse(root)
     return LocalWarehouse(root)
-
-
-class HeldLock(Protocol):
-    """A lock this process holds until `release`; `lost` when it was taken from it (a lease
-    that expired unrenewed), after which its holder must not commit."""
-
-    @property
-    def lost(self) -> bool: ...
-
-    def release(self) -> None: ...
-
-
-class WarehouseStorage(ABC):
-    """How lakemirror touches its own files in one warehouse, by key.
-
-    Every change is safe to crash in and to repeat: `write_text` replaces a file whole (a
-    reader sees the old text or the new), `move` and `remove` finish on the next call when
-    cut short.
-
-    Locks (`try_lock`) keep two lakemirror runs, on one machine or several, off the same
-    table. Locally they are file locks. A warehouse at a URL, where file locks do not exist,
-    takes lease objects `_lakemirror/locks/<name>.lease` instead (`storage.lease`): written
-    only by conditional puts (create if absent; take over an expired one by If-Match on the
-    version read), renewed by a heartbeat, and written expired on release, so a crashed
-    runner's lease expires instead of blocking the table forever.
-    """
-
-    @abstractmethod
-    def location(self, key: str) -> str:
-        """Where `key` is, as a path or URL (for messages, and for libraries that read or
-        write the file themselves)."""
-
-    @abstractmethod
-    def exists(self, key: str) -> bool:
-        """Whether a file or folder is at `key`."""
-
-    @abstractmethod
-    def is_folder(self, key: str) -> bool:
-        """Whether a folder is at `key` (`""`: the warehouse itself)."""
-
-    @abstractmethod
-    def folders(self, key: str) -> list[str]:
-        """The names of the folders directly below `key`, sorted; none when it is absent."""
-
-    @abstractmethod
-    def files(self, key: str) -> list[str]:
-        """The names of the files directly below the folder `key`; none when it is absent
-        (OSError when it cannot be listed)."""
-
-    @abstractmethod
-    def read_bytes(self, key: str) -> bytes:
-        """The content of the file at `key` (OSError when it cannot be read)."""
-
-    @abstractmethod
-    def read_text(self, key: str) -> str | None:
-        """The text of the file at `key`; None when there is no file."""
-
-    def write_text(self, key: str, text: str) -> None:
-        """Replace the file at `key` whole (atomically) with `text`, making its folders."""
-        self.write_bytes(key, text.encode("utf-8"))
-
-    @abstractmethod
-    def write_bytes(self, key: str, data: bytes) -> None:
-        """Replace the file at `key` whole (atomically), making its folders."""
-
-    @abstractmethod
-    def move(self, source: str, destination: str) -> None:
-        """Move the folder `source` to `destination`, replacing what is there; nothing when
-        `source` is absent (a move already done)."""
-
-    @abstractmethod
-    def remove(self, key: str) -> None:
-        """Delete the folder `key` with everything in it."""
-
-    @abstractmethod
-    def remove_empty(self, key: str, up_to: str) -> None:
-        """Remove the folder `key` and its parents below `up_to` while they are empty."""
-
-    @abstractmethod
-    def try_lock(self, name: str) -> HeldLock | None:
-        """Take the lock `name` ('schema.table', or `_control`) if no one holds it, without
-        waiting; None when another holder has it."""
 
 
 class LocalWarehouse(WarehouseStorage):
@@ -207,7 +132,8 @@ class LocalWarehouse(WarehouseStorage):
             folder.rmdir()
             folder = folder.parent
 
-    def try_lock(self, name: str) -> HeldLock | None:
+    def try_lock(self, name: str, *,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> HeldLock | None:
         path = self._path(f"{LOCKS}/{lock_file_name(name)}.lock")
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = path.open("w")
@@ -230,22 +156,3 @@ class _FileLock:
             fcntl.flock(self.handle, fcntl.LOCK_UN)
         finally:
             self.handle.close()
-
-
-def key_segments(key: str) -> list[str]:
-    """The names along `key`, empty ones dropped (`/a//b` is `a/b`); a StorageError when one is
-    '.' or '..', which would name a file outside the warehouse (or one file by two keys)."""
-    segments = [segment for segment in key.split("/") if segment]
-    if any(segment in (".", "..") for segment in segments):
-        raise StorageError(f"the warehouse key {key!r} holds a '.' or '..' segment, which could "
-                           "reach outside the warehouse; nothing was read or written",
-                           hint="name files below the warehouse by plain '/'-separated names")
-    return segments
-
-
-def lock_file_name(name: str) -> str:
-    """The file (or lease object) name of a lock: the table's name when short and plain, else
-    a digest of it (a name from the landing zone may be long or hold any character)."""
-    if re.fullmatch(r"[A-Za-z0-9_.]{1,100}", name):
-        return name
-    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()

@@ -29,17 +29,13 @@ numbers), `values` (the data types' conversion), `errors` (every message) and `r
 a file).
 """
 
-from lakemirror.landing.delimited.compression import (
-    COMPRESSION_SUFFIXES,
-    DEFAULT_MAX_TEXT_BYTES,
-    max_text_bytes,
-)
-from lakemirror.landing.delimited.errors import MAX_TEXT_BYTES
+from lakemirror.landing.delimited.compression import COMPRESSION_SUFFIXES
 from lakemirror.landing.delimited.format import DATA_TYPES, ColumnDefinition, DelimitedFormat
 from lakemirror.landing.delimited.reader import DelimitedText, open_delimited, read_delimited
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES, MAX_TEXT_BYTES
 
 __all__ = [
     "COMPRESSION_SUFFIXES", "DATA_TYPES", "DEFAULT_MAX_TEXT_BYTES", "MAX_TEXT_BYTES",
-    "ColumnDefinition", "DelimitedFormat", "DelimitedText", "max_text_bytes", "open_delimited",
+    "ColumnDefinition", "DelimitedFormat", "DelimitedText", "open_delimited",
     "read_delimited",
 ]

@@ -3,41 +3,27 @@ one delimited-text file may hold."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Iterator
 from pathlib import PurePath
 
 import pyarrow as pa
 
-from lakemirror.errors import ConfigError
-from lakemirror.landing.delimited.errors import MAX_TEXT_BYTES, FileErrors
-from lakemirror.landing.zone import ZoneDoor, ZoneFile, chunks
+from lakemirror.landing.delimited.errors import FileErrors
+from lakemirror.landing.zone_door import ZoneDoor, ZoneFile, chunks
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
-DEFAULT_MAX_TEXT_BYTES = 2 << 30
 TEXT_CHUNK = 1 << 20  # decompressed bytes that are decoded and adjusted at a time
 _ARROW_CODECS = {".gz": "gzip", ".zst": "zstd"}
 _SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"  # the framing format's stream identifier chunk
 
 
-def max_text_bytes() -> int:
-    """The most bytes of text one delimited file may hold, from LAKEMIRROR_MAX_TEXT_BYTES."""
-    value = os.environ.get(MAX_TEXT_BYTES, "").strip()
-    if not value:
-        return DEFAULT_MAX_TEXT_BYTES
-    if not value.isdigit() or int(value) == 0:
-        raise ConfigError(f"{MAX_TEXT_BYTES}={value!r} is not a positive number of bytes",
-                          hint=f"set {MAX_TEXT_BYTES} to e.g. {DEFAULT_MAX_TEXT_BYTES}, or unset "
-                               "it")
-    return int(value)
-
-
-def raw_bytes(zone: ZoneDoor, path: PurePath, errors: FileErrors) -> Generator[bytes, None, None]:
+def raw_bytes(zone: ZoneDoor, path: PurePath, errors: FileErrors, *,
+              limit: int = DEFAULT_MAX_TEXT_BYTES) -> Generator[bytes, None, None]:
     """The file's bytes from the start, decompressed as its name says, in pieces of at most
-    TEXT_CHUNK; more than max_text_bytes() of them fail the table."""
+    TEXT_CHUNK; more than `limit` of them (LAKEMIRROR_MAX_TEXT_BYTES) fail the table."""
     import cramjam
 
-    limit = max_text_bytes()
     suffix = path.suffix.lower()
     compressed = suffix in COMPRESSION_SUFFIXES
     read = 0

@@ -17,7 +17,8 @@ from lakemirror.errors import LandingZoneError
 from lakemirror.landing.delimited.compression import raw_bytes
 from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.lines import count_breaks
-from lakemirror.landing.zone import ZoneDoor
+from lakemirror.landing.zone_door import ZoneDoor
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 _PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead bytes, lengths
 
@@ -25,14 +26,16 @@ _PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead 
 class Text:
     """The text of one file, read anew from its start on each call."""
 
-    def __init__(self, path: PurePath, zone: ZoneDoor, errors: FileErrors) -> None:
+    def __init__(self, path: PurePath, zone: ZoneDoor, errors: FileErrors, *,
+                 max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
         self.path = path
         self.zone = zone
         self.errors = errors
         self.encoding = errors.fmt.encoding
+        self.max_bytes = max_bytes
 
     def raw(self) -> Generator[bytes, None, None]:
-        return raw_bytes(self.zone, self.path, self.errors)
+        return raw_bytes(self.zone, self.path, self.errors, limit=self.max_bytes)
 
     def decoded(self) -> Iterator[bytes]:
         """The text as UTF-8 without a byte order mark, in pieces that end between characters."""

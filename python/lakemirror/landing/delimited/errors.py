@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from lakemirror.contract import MARKER_CHOICES, ROW_MARKER
 from lakemirror.errors import (
     ColumnError, LandingZoneError, MetadataError, RowMarkerError, UnreadableFileError,
     ValueParseError,
 )
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat
-from lakemirror.reference import ROW_MARKER
+from lakemirror.settings import MAX_TEXT_BYTES
 
-MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
 _SHOWN_CHARS = 50
 _EXAMPLES = {
     "Double": "3.14159, -2.5e-3 or nan",
@@ -161,8 +161,7 @@ class FileErrors:
                    else f"{shown(value)} is not a valid {column.data_type}")
         message = f"line {line}, column {column.name!r}: {problem}"
         if column.name == ROW_MARKER:
-            return self.error(message, "write 0 (insert), 1 (update), 2 (delete) or 4 (upsert)",
-                              RowMarkerError)
+            return self.error(message, f"write {MARKER_CHOICES}", RowMarkerError)
         hint = ("write a value, or declare the column nullable in SchemaDefinition"
                 if value is None else f"write {column.data_type} values like "
                 f"{_EXAMPLES[column.data_type]}, or fix the type in SchemaDefinition")

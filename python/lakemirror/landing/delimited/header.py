@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.csv as pv
 
+from lakemirror.contract import ROW_MARKER
 from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.format import (
     COLUMN_SEPARATORS,
@@ -24,7 +25,6 @@ from lakemirror.landing.delimited.format import (
 )
 from lakemirror.landing.delimited.lines import BREAKS
 from lakemirror.landing.delimited.standins import Swaps, restored_text
-from lakemirror.reference import ROW_MARKER
 
 
 @dataclass(frozen=True)

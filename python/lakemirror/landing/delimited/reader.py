@@ -13,7 +13,9 @@ from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat, schema
 from lakemirror.landing.delimited.header import check_format, declared_columns
 from lakemirror.landing.delimited.splitter import Splitter
-from lakemirror.landing.zone import LandingZone, ZoneDoor
+from lakemirror.landing.zone import LandingZone
+from lakemirror.landing.zone_door import ZoneDoor
+from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
 
 
 @dataclass(frozen=True)
@@ -33,19 +35,21 @@ class DelimitedText:
 
 
 def open_delimited(path: PurePath, fmt: DelimitedFormat, columns: Sequence[ColumnDefinition] | None,
-                   *, table: str, zone: ZoneDoor | None = None) -> DelimitedText:
+                   *, table: str, zone: ZoneDoor | None = None,
+                   max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> DelimitedText:
     """Open a delimited-text file; `columns` types it, without them every column is a string.
 
     The format and the header are checked now; the rows are read, and checked, as they stream.
     A last `__rowMarker__` column becomes int32. Bad input raises a LandingZoneError that names
     the line: the header is line 1, and line breaks inside the values of earlier rows count.
-    The file is opened through `zone` (by default the folder holding it), once per reading.
+    The file is opened through `zone` (by default the folder holding it), once per reading;
+    more than `max_text_bytes` of text (decompressed) fail it.
     """
     zone = zone or LandingZone(Path(path.parent))
     errors = FileErrors(path, fmt, table)
     check_format(fmt, errors)
     declared = declared_columns(columns, errors)
-    splitter = Splitter(Text(path, zone, errors))
+    splitter = Splitter(Text(path, zone, errors, max_bytes=max_text_bytes))
     parsed = splitter.parse(declared)
     if parsed is None:
         empty = schema(list((declared or {}).values()))
