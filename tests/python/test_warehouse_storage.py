@@ -24,6 +24,7 @@ ELSEWHERE = {
     "parsed_projects.py": "the dbt project", "run/build.py": "the dbt project's models",
     "engine/": "the engine's state (LAKEMIRROR_HOME) and Delta's jars",
     "bench/": "the benchmark's own folders", "demo/": "the demo's folders",
+    "generated_macros.py": "lakemirror's own dbt package, rendered by its developers",
     "staging/parts.py": "a staging Delta table's data files, written by hand (Delta writes "
                         "go by location, not through the storage layer)",
 }
