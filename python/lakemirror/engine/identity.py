@@ -51,4 +51,3 @@ def project_engine(project_dir: Path, target: str, profiles: Path) -> Engine:
                           hint="pass --target with one of its targets "
                                f"({', '.join(map(str, outputs)) or 'none'}), or add it")
     return target_engine(outputs[target])
-

@@ -21,7 +21,7 @@ _reached: set[tuple[str, str]] = set()  # (server, warehouse) pairs a probe foun
 
 
 def check_server_storage(settings: RunSettings) -> None:
-    """On a Spark Connect server (the `connect` engine) with a warehouse in object storage, raise ServerStorageError
+    """On the `connect` engine with a warehouse in object storage, raise ServerStorageError
     when the server cannot reach the warehouse (once per server and warehouse in a process).
     Any other error of the probe (a server that does not answer, one without Delta) is left
     to dbt's own checks, which name it."""

@@ -74,7 +74,7 @@ class RunSettings:
         given; the engine is the target's, read from the project's profile unless given."""
         zone = landing_zone.resolve() if isinstance(landing_zone, Path) else landing_zone
         env = options["env"] = options.get("env") or read_settings()
-        options.setdefault("warehouse_name", env.warehouse_name)
+        checked_name(options.setdefault("warehouse_name", env.warehouse_name))  # before files
         project = (project_dir or Path.cwd()).resolve()
         if "engine" not in options:
             options["engine"] = project_engine(
