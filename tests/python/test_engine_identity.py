@@ -53,7 +53,7 @@ def test_an_unknown_mark_or_target_is_refused_naming_it(tmp_path):
         target_engine({"server_side_parameters": {ENGINE_MARK: "sail"}})
     project = renamed_target_project(tmp_path, {"embedded": "dev"})
     with pytest.raises(ConfigError, match="no target 'embedded'.*dev"):
-        project_engine(project, "embedded")
+        project_engine(project, "embedded", project / "profiles")
 
 
 def test_the_settings_know_the_engine_by_the_mark_not_the_name(tmp_path):

@@ -34,15 +34,15 @@ def target_engine(target: Mapping[str, Any]) -> Engine:
     return "connect" if "spark.remote" in parameters else "spark"
 
 
-def project_engine(project_dir: Path, target: str, profiles: Path) -> Engine:
+def project_engine(project_dir: Path, target: str, profiles_folder: Path) -> Engine:
     """The engine of the dbt target named `target` in the profile of the project at
-    `project_dir`, from the profiles.yml in the folder `profiles` (where dbt finds it:
+    `project_dir`, from the profiles.yml in `profiles_folder` (where dbt finds it:
     lakemirror.project.profiles_dir)."""
     import yaml
 
     project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
     profile_name = (project or {}).get("profile")
-    path = profiles / "profiles.yml"
+    path = profiles_folder / "profiles.yml"
     profiles = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}
                 if path.is_file() else {})
     outputs = (profiles.get(profile_name) or {}).get("outputs") or {}
