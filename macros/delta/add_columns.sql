@@ -15,7 +15,7 @@
     {%- if columns | length == 0 -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- if lakemirror.engine_name() == 'sail' -%}
+    {%- if not lakemirror.engine_capabilities().add_columns -%}
         {%- do lakemirror._evolve_schema(relation, columns) -%}
         {{ return(none) }}
     {%- endif -%}

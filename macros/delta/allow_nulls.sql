@@ -11,7 +11,7 @@
 {% endmacro %}
 
 {% macro spark__allow_nulls(relation, columns) %}
-    {%- if columns | length > 0 and lakemirror.engine_name() == 'sail' -%}
+    {%- if columns | length > 0 and not lakemirror.engine_capabilities().ctas_relaxes_nulls -%}
         {%- do lakemirror._evolve_schema(relation, columns) -%}
     {%- endif -%}
 {% endmacro %}

@@ -3,7 +3,7 @@
      or those the legacy versions imply. Delta Lake on Spark and Databricks say it in SHOW
      TBLPROPERTIES; the embedded engine has none, so there it is read from the _delta_log. --#}
 {% macro read_delta_state(location) %}
-    {%- if lakemirror.engine_name() == 'sail' -%}
+    {%- if not lakemirror.engine_capabilities().show_tblproperties -%}
         {{ return(lakemirror._read_delta_log_state(location)) }}
     {%- endif -%}
     {%- set configuration = {} -%}

@@ -32,13 +32,13 @@
         {%- do values.append('cast(' ~ value ~ ' as ' ~ column.data_type ~ ') as '
             ~ lakemirror.quote_identifier(column.name)) -%}
     {%- endfor -%}
-    {%- if lakemirror.engine_name() != 'sail'
+    {%- if lakemirror.engine_capabilities().alter_column_type
         and lakemirror._retype_in_place(relation, columns) -%}
         {{ return(none) }}
     {%- endif -%}
     {#-- Sail's create or replace keeps the old schema unless the write may overwrite it. --#}
     {%- set options = "options ('overwriteSchema' = 'true')"
-        if lakemirror.engine_name() == 'sail' else '' -%}
+        if lakemirror.engine_capabilities().replace_keeps_schema else '' -%}
     {% call statement('rewrite_columns') -%}
         create or replace table {{ relation }}
         using delta

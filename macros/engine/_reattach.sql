@@ -2,7 +2,7 @@
      commit gave it: the embedded engine keeps an attached table's schema (added columns,
      relaxed NOT NULL) from when it was attached. A no-op on other engines. --#}
 {% macro _reattach(relation, location, format='delta') %}
-    {%- if lakemirror.engine_name() != 'sail' -%}
+    {%- if not lakemirror.engine_capabilities().attached_schema_is_fixed -%}
         {{ return(none) }}
     {%- endif -%}
     {%- do run_query('drop table if exists ' ~ relation) -%}

@@ -12,7 +12,7 @@
      read, so every such write fails in dbt after the fact. --#}
 {% macro _delta_only_on_embedded() %}
     {%- set file_format = config.get('file_format') or 'delta' -%}
-    {%- if file_format != 'delta' and lakemirror.engine_name() == 'sail' -%}
+    {%- if file_format != 'delta' and not lakemirror.engine_capabilities().non_delta_writes -%}
         {%- do lakemirror._refuse_engine_limit(
             "file_format '" ~ file_format ~ "'",
             "a write to a non-Delta table returns its row count as an unsigned integer, "

@@ -4,7 +4,7 @@
      suffix (catalog_schema) every lakemirror name there points at that warehouse's tables.
      A no-op on the embedded engine, whose catalog is per session. --#}
 {% macro _refuse_foreign_catalog(registry) %}
-    {%- if lakemirror.engine_name() == 'sail' -%}
+    {%- if lakemirror.engine_capabilities().catalog_in_session -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set wanted = lakemirror._plain_location(

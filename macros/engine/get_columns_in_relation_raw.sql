@@ -4,7 +4,7 @@
      engine). The rows have DESCRIBE's shape (col_name, data_type, comment), in the table's
      column order, for dbt-spark's parser. --#}
 {% macro spark__get_columns_in_relation_raw(relation) -%}
-    {%- if lakemirror.engine_name() != 'sail' -%}
+    {%- if lakemirror.engine_capabilities().catalog_describes_attached_columns -%}
         {% call statement('get_columns_in_relation_raw', fetch_result=True) -%}
             describe extended {{ relation }}
         {% endcall %}

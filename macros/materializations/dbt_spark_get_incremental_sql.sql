@@ -26,7 +26,7 @@
 {#-- The strategy the engine runs for the model's incremental_strategy. --#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
     {%- if raw_strategy == 'insert_overwrite' and config.get('partition_by')
-        and lakemirror.engine_name() == 'sail' -%}
+        and not lakemirror.engine_capabilities().partition_overwrite -%}
         {%- do lakemirror._refuse_engine_limit(
             "incremental_strategy 'insert_overwrite' with partition_by",
             "it has neither `insert overwrite ... partition (...)` nor dynamic partition "
@@ -55,7 +55,7 @@
      `set spark.sql.sources.partitionOverwriteMode = DYNAMIC`, which the engine refuses (its
      SET takes no bare word, `found DYNAMIC`, and it has no such setting). --#}
 {% macro _engine_strategy(raw_strategy) %}
-    {%- if raw_strategy == 'microbatch' and lakemirror.engine_name() == 'sail' -%}
+    {%- if raw_strategy == 'microbatch' and not lakemirror.engine_capabilities().microbatch -%}
         {{ return('microbatch_replace_where') }}
     {%- endif -%}
     {{ return(raw_strategy) }}

@@ -10,7 +10,7 @@
         {%- do lakemirror._rebuild_in_place() -%}
     {%- endif -%}
     {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
-        or lakemirror.engine_name() == 'sail' -%}
+        or not lakemirror.engine_capabilities().change_data_feed -%}
         {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
     {%- endif -%}
     {%- set settings = lakemirror.delta_settings() -%}
@@ -49,7 +49,7 @@
      as a managed table's rebuild would. --#}
 {% macro _rebuild_in_place() %}
     {%- if (config.get('file_format') or 'delta') != 'delta'
-        and lakemirror.engine_name() != 'sail' -%}
+        and not lakemirror.engine_capabilities().ctas_into_non_empty_location -%}
         {%- do run_query('set spark.sql.legacy.allowNonEmptyLocationInCTAS = true') -%}
     {%- endif -%}
 {% endmacro %}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lakemirror.engine.connect import close_connect_sessions
+from lakemirror.engine.identity import Engine
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
@@ -28,10 +29,12 @@ WARM_ARGS = {True: ("--no-write-json",), False: ()}
 
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
-               env: Mapping[str, str], dbt_vars: Mapping[str, object] | None = None,
+               engine: Engine, env: Mapping[str, str],
+               dbt_vars: Mapping[str, object] | None = None,
                run_vars: Mapping[str, object] | None = None,
                extra_args: tuple[str, ...] = (), warm: bool = False) -> list[NodeResult]:
-    """Run `dbt <command>` and return per-node results; raises only if dbt could not start.
+    """Run `dbt <command>` on the dbt target named `target`, whose engine is `engine`, and
+    return per-node results; raises only if dbt could not start.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
     `run_vars` are vars only the nodes' execution reads (never a parse): beside the kept
@@ -59,11 +62,11 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                 close_connect_sessions()
     if (stopped := _lakemirror_error(outcome.exception)) is not None:
         raise stopped
-    if (unreachable := _server_storage_error(command, target, env, outcome.exception)) is not None:
+    if (unreachable := _server_storage_error(command, engine, env, outcome.exception)) is not None:
         raise unreachable
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
-                          hint=(missing_delta_hint(str(outcome.exception), target)
+                          hint=(missing_delta_hint(str(outcome.exception), engine)
                                 or "check the dbt project, profiles and target"))
     if outcome.result is None or not hasattr(outcome.result, "results"):
         raise ConfigError(f"dbt {command} failed before running any node",
@@ -81,12 +84,12 @@ def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     return error
 
 
-def _server_storage_error(command: str, target: str, env: Mapping[str, str],
+def _server_storage_error(command: str, engine: Engine, env: Mapping[str, str],
                           error: BaseException | None) -> ServerStorageError | None:
     """The error to stop on when dbt could not run because a Spark Connect server cannot
     reach the warehouse URL (its Java stack would otherwise be the only word, with the 'no
     Delta Lake' hint its Delta frames match); None otherwise."""
-    if error is None or target != "connect" or "://" not in env.get("LAKEMIRROR_WAREHOUSE", ""):
+    if error is None or engine != "connect" or "://" not in env.get("LAKEMIRROR_WAREHOUSE", ""):
         return None
     problem = server_storage_problem(str(error))
     if problem is None:

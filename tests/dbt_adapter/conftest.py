@@ -123,12 +123,11 @@ def dbt_profile_target(lakemirror_target: str, warehouse: Path,
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_data(unique_schema: str, dbt_profile_target: dict[str, Any],
-                     lakemirror_target: str) -> dict[str, Any]:
-    """The profile `test` with lakemirror's target under its own name (lakemirror tells the
-    engines apart by it)."""
+def dbt_profile_data(unique_schema: str, dbt_profile_target: dict[str, Any]) -> dict[str, Any]:
+    """The profile `test` with lakemirror's target under dbt's usual name `dev`: the macros
+    know the engine by the target's mark, not by its name."""
     target = dict(dbt_profile_target, schema=unique_schema)
-    return {"test": {"outputs": {lakemirror_target: target}, "target": lakemirror_target}}
+    return {"test": {"outputs": {"dev": target}, "target": "dev"}}
 
 
 def _merged(block: dict[str, Any], update: dict[str, Any], name: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
 from lakemirror.engine import EngineAddress
-from lakemirror.engine.plain_dbt import ENGINE_MARK, embedded_engine
+from lakemirror.engine.identity import ENGINE_MARK
+from lakemirror.engine.plain_dbt import embedded_engine
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
@@ -191,14 +192,15 @@ def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, mad
     assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout
 
 
-def test_the_embedded_and_connect_targets_are_checked_for_a_server():
-    """Both Spark Connect targets are marked, so dbt never sits in the client's silent retries;
-    only the embedded one is taken for lakemirror's engine."""
+def test_every_target_is_marked_and_the_connect_ones_are_checked_for_a_server():
+    """Every target names its engine in its mark; both Spark Connect targets are marked, so dbt
+    never sits in the client's silent retries; only the embedded one is taken for lakemirror's
+    engine."""
     outputs = yaml.safe_load((REPO / "profiles" / "profiles.yml").read_text())["lakemirror"][
         "outputs"]
     assert {name: output["server_side_parameters"][ENGINE_MARK] for name, output in outputs.items()
             if ENGINE_MARK in output.get("server_side_parameters", {})} == {
-        "embedded": "embedded", "connect": "connect"}
+        "embedded": "embedded", "spark": "spark", "connect": "connect"}
     assert embedded_engine(outputs["connect"]["server_side_parameters"]) is None
     assert embedded_engine({"spark.remote": "sc://engine:7/;token=x", ENGINE_MARK: "embedded"}
                            ) == EngineAddress("engine", 7)

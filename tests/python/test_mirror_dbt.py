@@ -35,6 +35,17 @@ EMPLOYEE = pa.schema([("EmployeeID", pa.string()), ("EmployeeLocation", pa.strin
 PAIR = pa.schema([("a", pa.int64()), ("b", pa.string()), ("v", pa.int64()), (M, pa.int32())])
 
 
+# The contract's edge cases, file by file, for the Sales.schema/Pairs table (keys a, b).
+EDGE_CASES = [
+    [{"a": 1, "b": "x", "v": 1, M: 0}, {"a": 1, "b": "x", "v": 2, M: 0},  # duplicate insert
+     {"a": 2, "b": "y", "v": 3, M: 1},                                   # update of missing
+     {"a": 3, "b": "z", "v": None, M: 2},                                # delete of missing
+     {"a": None, "b": "n", "v": 4, M: 4}],                               # null key part
+    [{"a": 1, "b": "x", "v": 5, M: 4}, {"a": 1, "b": "x", "v": 6, M: 0},  # upsert then insert
+     {"a": None, "b": "n", "v": 7, M: 1}, {"a": 2, "b": "y", "v": None, M: 2}],
+]
+
+
 def data_rows(rows):
     return [{name: value for name, value in row.items() if name != M} for row in rows]
 
@@ -66,18 +77,10 @@ def test_contract_examples_update_and_key_change(published_zone, tmp_path):
 def test_semantics_edge_cases_match_reference(published_zone, tmp_path):
     zone, service = published_zone.zone, published_zone.service(tmp_path)
     zone.table("Sales.schema/Pairs", ["a", "b"])
-    files = [
-        [{"a": 1, "b": "x", "v": 1, M: 0}, {"a": 1, "b": "x", "v": 2, M: 0},  # duplicate insert
-         {"a": 2, "b": "y", "v": 3, M: 1},                                   # update of missing
-         {"a": 3, "b": "z", "v": None, M: 2},                                # delete of missing
-         {"a": None, "b": "n", "v": 4, M: 4}],                               # null key part
-        [{"a": 1, "b": "x", "v": 5, M: 4}, {"a": 1, "b": "x", "v": 6, M: 0},  # upsert then insert
-         {"a": None, "b": "n", "v": 7, M: 1}, {"a": 2, "b": "y", "v": None, M: 2}],
-    ]
-    for sequence, rows in enumerate(files, 1):
+    for sequence, rows in enumerate(EDGE_CASES, 1):
         zone.write("Sales.schema/Pairs", sequence, rows, PAIR)
         service.run()
-    expected = apply_changes(files, ["a", "b"])
+    expected = apply_changes(EDGE_CASES, ["a", "b"])
     assert (mirrored_rows(service.settings.warehouse, "sales", "pairs")
             == as_multiset(data_rows(expected)))
 

@@ -104,7 +104,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             (models / f"{name}.sql").write_text(
                 f"{{{{ config(materialized='incremental', {model.config}) }}}}\n{sql}\n")
         results = dbt_invoke("run", project, profiles_dir=project / "profiles",
-                             target=request.param, env=env,
+                             target=request.param, engine=request.param, env=env,
                              extra_args=("--select", "user", "--log-level", "none"))
         runs.results.append({result.unique_id.rsplit(".", 1)[-1]: result
                              for result in results})

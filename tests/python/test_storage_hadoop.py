@@ -99,8 +99,8 @@ def test_the_targets_that_cannot_reach_the_warehouse_are_refused(tmp_path):
     (tmp_path / "bundle-2.24.6.jar").touch()
     refuse_unreachable_warehouse(location, "spark", jars)
     refuse_unreachable_warehouse(location, "connect", jars)  # its server is asked by the run
-    with pytest.raises(ConfigError, match="the thrift target does not mirror into"):
-        refuse_unreachable_warehouse(location, "thrift", jars)
+    with pytest.raises(ConfigError, match="the target's server does not mirror into"):
+        refuse_unreachable_warehouse(location, "server", jars)
 
 
 STACK = "\n\nJVM stacktrace:\norg.apache.hadoop.fs.FileSystem.get(FileSystem.java:403)"
@@ -166,7 +166,7 @@ def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatc
     monkeypatch.setattr(dbt_main, "dbtRunner", lambda **_: SimpleNamespace(
         invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None)))
     with pytest.raises(ServerStorageError, match="it lacks Hadoop's S3A connector") as stopped:
-        dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect",
+        dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect", engine="connect",
                    env={"LAKEMIRROR_WAREHOUSE": "s3://lake/wh"})
     assert "Delta Lake" not in str(stopped.value) and "JVM" not in str(stopped.value)
     settings = SimpleNamespace(warehouse=parse_location("s3://lake/wh", MOTO))

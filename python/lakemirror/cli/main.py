@@ -71,7 +71,8 @@ def mirror_options(command: Command) -> Command:
                           "[env LAKEMIRROR_PROJECT_DIR]."),
         click.option("--target", default="embedded", show_default=True,
                      envvar="LAKEMIRROR_TARGET",
-                     help="dbt target in the project's profiles [env LAKEMIRROR_TARGET]."),
+                     help="dbt target's name in the project's profiles; its engine is its "
+                          "spark.lakemirror.engine mark [env LAKEMIRROR_TARGET]."),
         click.option("--retention-days", type=float, default=7.0, show_default=True,
                      envvar="LAKEMIRROR_RETENTION_DAYS",
                      help="Delete files in _ProcessedFiles/ and _FilesReadyToDelete/ after this "

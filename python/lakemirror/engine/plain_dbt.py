@@ -21,6 +21,7 @@ from typing import Any
 from dbt.plugins.manager import dbtPlugin
 
 from lakemirror.engine.connect import connect_session, server_address
+from lakemirror.engine.identity import ENGINE_MARK
 from lakemirror.engine.sail import (
     EngineAddress,
     answers,
@@ -32,7 +33,6 @@ from lakemirror.engine.spark import SESSION_MARK
 from lakemirror.errors import EngineError, UnreachableServerError
 from lakemirror.settings import CONNECT_TIMEOUT, Settings, read_settings
 
-ENGINE_MARK = "spark.lakemirror.engine"
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
 

@@ -55,12 +55,12 @@ def make_delta_jars_absolute(variables: MutableMapping[str, str]) -> None:
         variables[DELTA_JARS] = str(Path(folder).resolve())
 
 
-def missing_delta_hint(error: str, target: str = "spark") -> str | None:
+def missing_delta_hint(error: str, engine: str = "spark") -> str | None:
     """The fix for a Spark error saying Delta's classes are missing, or None for other errors:
-    on the `spark` target the jars are this process's; on another (a Spark Connect server) the
+    on the `spark` engine the jars are this process's; on another (a Spark Connect server) the
     server's."""
     client_side = "org.apache.spark.sql.delta" in error or "DeltaSparkSessionExtension" in error
-    if target != "spark":
+    if engine != "spark":
         if not client_side and not re.search(r"DATA_SOURCE_NOT_FOUND.*\bdelta\b", error, re.S):
             return None
         return ("the Spark server has no Delta Lake: start it with Delta's jars (--packages "

@@ -1,5 +1,5 @@
-"""Running dbt for a run, on its target: with a watched engine for `embedded`, and a watched
-server for `connect`."""
+"""Running dbt for a run, on its target: with a watched engine for the embedded engine, and a
+watched server for `connect`."""
 
 from __future__ import annotations
 
@@ -42,22 +42,23 @@ class Dbt(Protocol):
 def invoke_dbt(settings: RunSettings, command: str, *args: str,
                extra_vars: Mapping[str, object] | None = None) -> list[NodeResult]:
     """Run a dbt command on the configured target (with `extra_vars`, which only the nodes'
-    execution reads, besides the settings' own), watching its server on `embedded` and `connect`: raises EngineCrashError, carrying
-    the nodes dbt finished, when the embedded engine was lost, and UnreachableServerError when
-    the Connect server stopped answering (a cluster lakemirror cannot restart)."""
+    execution reads, besides the settings' own), watching its server on the embedded and
+    connect engines: raises EngineCrashError, carrying the nodes dbt finished, when the
+    embedded engine was lost, and UnreachableServerError when the Connect server stopped
+    answering (a cluster lakemirror cannot restart)."""
     warehouse = settings.warehouse
-    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.target in ("spark", "connect")
+    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.engine in ("spark", "connect")
            and isinstance(warehouse, ObjectLocation) else str(warehouse),
            "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
     run_vars = dict(extra_vars or {})
     engine: WatchedEngine
-    if settings.target == "embedded":
+    if settings.engine == "embedded":
         address, engine = embedded_engine(engine_environment(settings.warehouse),
                                           env=settings.env)
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}
         timeout = settings.engine_timeout
-    elif (settings.target == "connect"
+    elif (settings.engine == "connect"
           and (remote := connect_server(settings.env.connect_url)) is not None):
         engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
     else:
@@ -86,7 +87,7 @@ def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
     return dbt_invoke(command, settings.project_dir,
                       profiles_dir=profiles_dir(settings.project_dir,
                                                 settings.env.dbt_profiles_dir),
-                      target=settings.target,
+                      target=settings.target, engine=settings.engine,
                       env=env, dbt_vars=settings.dbt_vars, run_vars=run_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
                       warm=settings.warm)

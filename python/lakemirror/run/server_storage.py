@@ -21,12 +21,12 @@ _reached: set[tuple[str, str]] = set()  # (server, warehouse) pairs a probe foun
 
 
 def check_server_storage(settings: RunSettings) -> None:
-    """On the `connect` target with a warehouse in object storage, raise ServerStorageError
+    """On the `connect` engine with a warehouse in object storage, raise ServerStorageError
     when the server cannot reach the warehouse (once per server and warehouse in a process).
     Any other error of the probe (a server that does not answer, one without Delta) is left
     to dbt's own checks, which name it."""
     warehouse = settings.warehouse
-    if settings.target != "connect" or not isinstance(warehouse, ObjectLocation):
+    if settings.engine != "connect" or not isinstance(warehouse, ObjectLocation):
         return
     from pyspark.errors import PySparkException  # only here: a run imports no pyspark otherwise
 

@@ -1,5 +1,6 @@
 """What a mirror run is given, as plain frozen data built once (by the CLI): where the landing
-zone, the warehouse and the dbt project are, the target, and the run's limits and flags."""
+zone, the warehouse and the dbt project are, the target and its engine, and the run's limits
+and flags."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from lakemirror.codegen import (
 )
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
+from lakemirror.engine.identity import Engine, project_engine
 from lakemirror.errors import ConfigError
+from lakemirror.project import profiles_dir
 from lakemirror.landing.zone import open_zone
 from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
@@ -41,7 +44,8 @@ class RunSettings:
     project_dir: Path  # links resolved
     given_zone: ZoneLocation  # as given: the zone's identity (see `binding`) and messages
     given_warehouse: WarehouseLocation  # as given: its legacy names (see codegen.warehouses)
-    target: str = "embedded"
+    target: str = "embedded"  # the dbt target's name in the project's profile
+    engine: Engine  # what the target runs on, from its profile (see `given`), never its name
     dbt_vars: Mapping[str, object] = field(default_factory=dict)
     quiet: bool = False  # dbt logs nothing
     warm: bool = False  # one process runs again and again (`run --watch`)
@@ -57,13 +61,9 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         checked_name(self.warehouse_name)  # before any table
-        if isinstance(self.warehouse, ObjectLocation) and self.target != "embedded":
-            refuse_unreachable_warehouse(self.warehouse, self.target, self.env.delta_jars)
-        if not (self.project_dir / "dbt_project.yml").is_file():
-            raise ConfigError(f"no dbt_project.yml in {self.project_dir}",
-                              hint="run lakemirror in your dbt project's folder, or pass "
-                                   "--project-dir (LAKEMIRROR_PROJECT_DIR); `lakemirror init "
-                                   "DIR` creates a project")
+        if isinstance(self.warehouse, ObjectLocation) and self.engine != "embedded":
+            refuse_unreachable_warehouse(self.warehouse, self.engine, self.env.delta_jars)
+        check_project(self.project_dir)
 
     @classmethod
     def given(cls, landing_zone: ZoneLocation, warehouse: WarehouseLocation,
@@ -71,13 +71,18 @@ class RunSettings:
         """The settings for locations as given, their links resolved once; the project is the
         one in the current directory by default, as for dbt. `options` are the other fields;
         `env` is read from the environment and the warehouse's name taken from it unless
-        given."""
+        given; the engine is the target's, read from the project's profile unless given."""
         zone = landing_zone.resolve() if isinstance(landing_zone, Path) else landing_zone
         env = options["env"] = options.get("env") or read_settings()
-        options.setdefault("warehouse_name", env.warehouse_name)
+        checked_name(options.setdefault("warehouse_name", env.warehouse_name))  # before files
+        project = (project_dir or Path.cwd()).resolve()
+        if "engine" not in options:
+            options["engine"] = project_engine(
+                check_project(project), options.get("target", "embedded"),
+                profiles_dir(project, env.dbt_profiles_dir))
         return cls(landing_zone=zone,
                    warehouse=warehouse_location(warehouse),
-                   project_dir=(project_dir or Path.cwd()).resolve(), given_zone=landing_zone,
+                   project_dir=project, given_zone=landing_zone,
                    given_warehouse=warehouse, **options)
 
     @cached_property
@@ -96,3 +101,13 @@ class RunSettings:
         given = self.given_warehouse
         return warehouse_name(self.warehouse_name, given if isinstance(given, Path)
                               and given.resolve() == self.warehouse else self.warehouse)
+
+
+def check_project(project_dir: Path) -> Path:
+    """`project_dir`, or ConfigError when it holds no dbt project."""
+    if not (project_dir / "dbt_project.yml").is_file():
+        raise ConfigError(f"no dbt_project.yml in {project_dir}",
+                          hint="run lakemirror in your dbt project's folder, or pass "
+                               "--project-dir (LAKEMIRROR_PROJECT_DIR); `lakemirror init DIR` "
+                               "creates a project")
+    return project_dir

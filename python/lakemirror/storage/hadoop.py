@@ -199,25 +199,25 @@ def _store_kind(text: str) -> str | None:
     return next((kind for kind, pattern in _KINDS if pattern.search(text)), None)
 
 
-def refuse_unreachable_warehouse(location: ObjectLocation, target: str,
+def refuse_unreachable_warehouse(location: ObjectLocation, engine: str,
                                  delta_jars: str | None) -> None:
-    """Raise ConfigError, before any work, when the `target` (not the embedded engine) cannot
-    reach a warehouse in object storage: an Azure URL without its account, `spark` without the
-    connector's jars (in the folder `delta_jars`: LAKEMIRROR_DELTA_JARS), `thrift` and
-    `databricks` always (lakemirror cannot check their servers). A `connect` server is asked
-    by the run itself (`run.server_storage`)."""
+    """Raise ConfigError, before any work, when the target's `engine` (not the embedded one)
+    cannot reach a warehouse in object storage: an Azure URL without its account, `spark`
+    without the connector's jars (in the folder `delta_jars`: LAKEMIRROR_DELTA_JARS), a
+    thrift, http or odbc server always (lakemirror cannot check it). A `connect` server is
+    asked by the run itself (`run.server_storage`)."""
     spark_url(location)
-    if target == "connect":
+    if engine == "connect":
         return
-    if target == "spark":
+    if engine == "spark":
         why = connector_missing(location, delta_jars)
         if why is None:
             return
         raise ConfigError(f"the warehouse {location} is in object storage: {why}; nothing was "
                           "written", hint="put the connector's jars in that folder, run with "
                                           f"--target embedded, or pass a local folder ({DOCS})")
-    raise ConfigError(f"the warehouse {location} is in object storage, which the {target} "
-                      "target does not mirror into: its server would read and write it with "
+    raise ConfigError(f"the warehouse {location} is in object storage, which the target's "
+                      "server does not mirror into: its server would read and write it with "
                       "its own Hadoop connector and credentials, which lakemirror cannot check; "
                       "nothing was written", hint="run with --target embedded, spark or "
                                                   f"connect, or pass a folder the server "
