@@ -31,7 +31,7 @@ ELSEWHERE = {
 FUNCTIONS_ELSEWHERE = {
     "binding.py": {"_refusal"},  # whether the bound landing zone's folder is still there
     "cli/main.py": {"demo"},  # the example dbt project
-    "run/settings.py": {"__post_init__"},  # the dbt project
+    "run/settings.py": {"check_project"},  # the dbt project
 }
 FILE_METHODS = {"exists", "is_dir", "is_file", "mkdir", "rename", "unlink", "rmdir", "iterdir",
                 "glob", "rglob", "open", "read_text", "write_text", "read_bytes", "write_bytes",
