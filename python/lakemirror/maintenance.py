@@ -24,7 +24,7 @@ from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.monitor import applied_positions
 from lakemirror.naming import qualified_name, split_qualified_name
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
 from lakemirror.staging.layout import Warehouse

@@ -18,7 +18,7 @@ from lakemirror.run.maintain import maintain
 from lakemirror.run.scope import locked_scope
 from lakemirror.run.server_storage import check_server_storage
 from lakemirror.run.settings import RunSettings
-from lakemirror.scope import Scope
+from lakemirror.table_scope import Scope
 from lakemirror.status import TableStatus
 
 __all__ = ["PROJECT_DIR", "MirrorService", "RunSettings", "embedded_engine", "engine_address"]

@@ -23,7 +23,7 @@ from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService, RunSettings
-from lakemirror.settings import environment_set
+from lakemirror.environment import environment_set
 from lakemirror.storage.location import Location
 
 REPO = Path(__file__).resolve().parents[2]

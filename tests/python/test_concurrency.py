@@ -22,7 +22,7 @@ from lakemirror.errors import ConfigError, LockTimeoutError
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.run.build import build
 from lakemirror.run.log import RunLog
-from lakemirror.scope import Scope, resolve_scope
+from lakemirror.table_scope import Scope, resolve_scope
 from lakemirror.staging.lock import table_locks
 
 from conftest import as_multiset, copy_project, mirrored_rows
@@ -293,7 +293,7 @@ def test_sail_rejects_a_merge_overlapping_a_blind_append_under_either_level(tmp_
     from pyspark.sql import SparkSession
 
     from lakemirror.service import engine_address
-    from lakemirror.settings import read_settings
+    from lakemirror.environment import read_settings
 
     path = tmp_path / "t"
     url = engine_address(read_settings()).url

@@ -139,7 +139,7 @@ def test_a_server_lost_mid_run_fails_the_run_and_the_process_exits_in_bounded_ti
 QUERY_A_LOST_SERVER = """
 import time
 from lakemirror.engine import ChildEngine, connect_session
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 
 engine = ChildEngine()
 spark = connect_session(engine.address.url, timeout=read_settings().connect_timeout)

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from lakemirror.codegen.quoting import sql_identifier
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import engine_address
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 
 from conftest import as_multiset, mirrored_rows
 

@@ -45,7 +45,7 @@ def engine_rows(service, table):
     from pyspark.sql import SparkSession
 
     from lakemirror.service import engine_address
-    from lakemirror.settings import read_settings
+    from lakemirror.environment import read_settings
 
     spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
     try:

@@ -7,7 +7,7 @@ from deltalake import DeltaTable
 from lakemirror.demo import run_demo
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
 from lakemirror.reference import apply_changes
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 
 from conftest import as_multiset, copy_project, mirrored_rows
 

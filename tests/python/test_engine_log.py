@@ -8,7 +8,7 @@ import pytest
 
 # A run's engine, with the settings a run reads at its start.
 START_AND_STOP = ("from lakemirror.run.dbt import embedded_engine; "
-                  "from lakemirror.settings import read_settings; "
+                  "from lakemirror.environment import read_settings; "
                   "address, engine = embedded_engine(env=read_settings()); "
                   "print(address.port); engine.kill()")
 

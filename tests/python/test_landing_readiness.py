@@ -17,7 +17,7 @@ from lakemirror.cli.main import cli
 from lakemirror.errors import ConfigError
 from lakemirror.landing import discover_tables
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.settings import SETTLE_SECONDS, read_settings
+from lakemirror.environment import SETTLE_SECONDS, read_settings
 from lakemirror.staging import Warehouse, ingest_table
 
 from conftest import as_multiset, copy_project, mirrored_rows

@@ -21,7 +21,7 @@ from lakemirror.delta.rows import read_table, table_row_count, without_views
 from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService, RunSettings
-from lakemirror.settings import MAINTENANCE_HOURS, read_settings
+from lakemirror.environment import MAINTENANCE_HOURS, read_settings
 from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.compaction import compact_staging
 

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from lakemirror.run.dbt import embedded_engine
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
 from lakemirror.project import init_project

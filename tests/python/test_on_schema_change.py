@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from lakemirror.build import dbt_invoke
+from lakemirror.dbt_runner import dbt_invoke
 from lakemirror.node_result import NodeResult
 from lakemirror.service import engine_address
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 
 from conftest import ENGINES, as_multiset, copy_project
 

@@ -17,7 +17,7 @@ from lakemirror.project import (
     profiles_dir,
     project_name,
 )
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 
 from conftest import REPO
 

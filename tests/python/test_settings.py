@@ -1,4 +1,4 @@
-"""The environment is read in one place (lakemirror.settings), once, at the edge: a bad value
+"""The environment is read in one place (lakemirror.environment), once, at the edge: a bad value
 stops the command with exit code 2 naming the variable, and lower layers never read it."""
 
 import dataclasses
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from lakemirror.cli.main import cli
-from lakemirror.settings import (
+from lakemirror.environment import (
     CONNECT_TIMEOUT,
     DEBUG,
     ENGINE_PORT,
@@ -23,7 +23,7 @@ from lakemirror.settings import (
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "lakemirror"
 READS_ENVIRONMENT = re.compile(r"os\.environ|\bgetenv\(|environ\.get\(")
-SETTINGS_MODULE = Path("settings.py")
+SETTINGS_MODULE = Path("environment.py")
 # Files that still read the environment themselves, each with why.
 EXCEPTIONS = {
     Path("storage/options.py"): "LAKEMIRROR_STORAGE_OPTIONS(_FILE) are read when a location is "

@@ -158,7 +158,7 @@ def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatc
 
     from dbt.cli import main as dbt_main
 
-    from lakemirror.build import dbt_invoke
+    from lakemirror.dbt_runner import dbt_invoke
     from lakemirror.errors import ServerStorageError
     from lakemirror.node_result import NodeResult
     from lakemirror.run.server_storage import explain_storage_errors

@@ -35,7 +35,7 @@ from lakemirror.landing import discover_tables, sequence_file_name
 from lakemirror.landing import zone as zone_module
 from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.reference import ROW_MARKER
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 from lakemirror.staging import IngestResult, StagingTable, Warehouse, ingest_table
 from lakemirror.staging import ingest as ingest_module
 from lakemirror.staging.lifecycle import find_retirements

@@ -22,7 +22,7 @@ from lakemirror.bench.columns import SCHEMA, change_rows
 from lakemirror.bench.rusage import measure
 from lakemirror.contract import ROW_MARKER
 from lakemirror.landing import sequence_file_name
-from lakemirror.settings import (
+from lakemirror.environment import (
     DEFAULT_MAX_TEXT_BYTES,
     MAX_TEXT_BYTES,
     process_environment,

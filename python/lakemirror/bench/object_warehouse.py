@@ -32,7 +32,7 @@ from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verification import verify
 from lakemirror.delta.rows import read_table
 from lakemirror.engine.sail import EngineAddress, answers
-from lakemirror.settings import STORAGE_OPTIONS, process_environment
+from lakemirror.environment import STORAGE_OPTIONS, process_environment
 from lakemirror.storage import parse_location
 
 BUCKET = "bench"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from lakemirror.cli.locations import WAREHOUSE
-from lakemirror.settings import Settings
+from lakemirror.environment import Settings
 
 if TYPE_CHECKING:
     from lakemirror.storage import Location

@@ -14,7 +14,7 @@ from lakemirror.bench.cli import bench
 from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
 from lakemirror.errors import ConfigError, LakemirrorError
-from lakemirror.settings import read_settings
+from lakemirror.environment import read_settings
 from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.errors import ConfigError
-from lakemirror.settings import DEFAULT_WAREHOUSE_NAME, WAREHOUSE_NAME
+from lakemirror.environment import DEFAULT_WAREHOUSE_NAME, WAREHOUSE_NAME
 from lakemirror.storage.location import ObjectLocation
 
 WAREHOUSES_ANCHOR = "lakemirror_warehouses"

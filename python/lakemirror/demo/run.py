@@ -10,7 +10,7 @@ from pathlib import Path
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
 from lakemirror.engine import connect_session
 from lakemirror.service import PROJECT_DIR, MirrorService, RunSettings, engine_address
-from lakemirror.settings import Settings
+from lakemirror.environment import Settings
 from lakemirror.status import to_text
 
 SAMPLE_QUERY = """

@@ -31,7 +31,7 @@ from lakemirror.engine.sail import (
 )
 from lakemirror.engine.spark import SESSION_MARK
 from lakemirror.errors import EngineError, UnreachableServerError
-from lakemirror.settings import CONNECT_TIMEOUT, Settings, read_settings
+from lakemirror.environment import CONNECT_TIMEOUT, Settings, read_settings
 
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakemirror.errors import EngineError
-from lakemirror.settings import ENGINE_PORT, process_environment
+from lakemirror.environment import ENGINE_PORT, process_environment
 
 DEFAULT_PORT = 50051
 HOST = "127.0.0.1"

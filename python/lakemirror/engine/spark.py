@@ -20,7 +20,7 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from lakemirror.settings import DELTA_JARS, process_environment, unset_process_variable
+from lakemirror.environment import DELTA_JARS, process_environment, unset_process_variable
 
 DELTA_PACKAGES = "LAKEMIRROR_DELTA_PACKAGES"
 SESSION_MARK = "spark.lakemirror.warehouse"

@@ -30,7 +30,7 @@ from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
 from lakemirror.landing.metadata import TableMetadata
 from lakemirror.landing.zone_door import ZoneFile
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 
 POSITION = "_lm_position"
 ROWS_PER_FILE = 10**10

@@ -17,7 +17,7 @@ import time
 
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.zone_door import Entry, ZoneDoor
-from lakemirror.settings import SETTLE_SECONDS
+from lakemirror.environment import SETTLE_SECONDS
 
 PARQUET_MAGIC = b"PAR1"
 _FOOTER_TAIL = 8  # footer length (4 bytes, little-endian) + magic

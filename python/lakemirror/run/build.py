@@ -13,7 +13,7 @@ from lakemirror.node_result import NodeResult
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.scope import Scope
+from lakemirror.table_scope import Scope
 from lakemirror.staging.lock import HeldLocks
 from lakemirror.table_outcome import rebuild_after_crash
 

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from typing import Protocol
 
-from lakemirror.build import dbt_invoke
+from lakemirror.dbt_runner import dbt_invoke
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -26,7 +26,7 @@ from lakemirror.node_result import NodeResult
 from lakemirror.project import profiles_dir
 from lakemirror.run.server_storage import explain_storage_errors
 from lakemirror.run.settings import RunSettings
-from lakemirror.settings import CONNECT_URL, Settings
+from lakemirror.environment import CONNECT_URL, Settings
 from lakemirror.storage.engine_settings import engine_environment
 from lakemirror.storage.hadoop import spark_url
 from lakemirror.storage.location import ObjectLocation

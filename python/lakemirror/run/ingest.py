@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from lakemirror.build import forget_warm_sessions
+from lakemirror.dbt_runner import forget_warm_sessions
 from lakemirror.delta.access import is_delta_table
 from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.errors import CorruptTableError, LandingZoneError
@@ -13,7 +13,7 @@ from lakemirror.landing.detection import Settling
 from lakemirror.monitor import record_partner_events
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.settings import SETTLE_SECONDS
+from lakemirror.environment import SETTLE_SECONDS
 from lakemirror.staging import (
     STAGING_SCHEMA,
     IngestResult,

@@ -9,7 +9,7 @@ from lakemirror.monitor import applied_positions, monitor_record, read_records, 
 from lakemirror.node_result import NodeResult
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.scope import Scope
+from lakemirror.table_scope import Scope
 from lakemirror.staging import IngestResult
 from lakemirror.staging.lock import control_lock
 from lakemirror.status import TableStatus

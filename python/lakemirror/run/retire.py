@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from lakemirror.build import forget_warm_sessions
+from lakemirror.dbt_runner import forget_warm_sessions
 from lakemirror.codegen import retire_history_model, retire_model
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing import LandingTable
@@ -14,7 +14,7 @@ from lakemirror.recovery import check_drop_share, heal
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.scope import Scope
+from lakemirror.table_scope import Scope
 from lakemirror.staging.dropped import DroppedCopy, purge_dropped
 from lakemirror.staging.lifecycle import (
     Retirement,

@@ -12,7 +12,7 @@ from lakemirror.landing.discovery import list_ahead
 from lakemirror.naming import qualified_name
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
-from lakemirror.scope import Scope, resolve_scope
+from lakemirror.table_scope import Scope, resolve_scope
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.lock import control_lock, table_locks
 from lakemirror.staging.opened import StagingTables

@@ -23,7 +23,7 @@ from lakemirror.project import profiles_dir
 from lakemirror.landing.zone import open_zone
 from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.recovery import DEFAULT_MAX_DROP_SHARE
-from lakemirror.settings import DEFAULT_WAREHOUSE_NAME, Settings, read_settings
+from lakemirror.environment import DEFAULT_WAREHOUSE_NAME, Settings, read_settings
 from lakemirror.staging import Warehouse
 from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS

@@ -49,7 +49,7 @@ from lakemirror.landing.detection import Settling
 from lakemirror.landing.zone_door import Entry
 from lakemirror.landing.control_copy import ControlCopy, kept_copies, read_listed
 from lakemirror.landing.incarnation import MARKER, create_mark, read_mark
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse

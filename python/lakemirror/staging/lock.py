@@ -13,7 +13,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from lakemirror.errors import LockLostError, LockTimeoutError
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 from lakemirror.storage.warehouse_door import HeldLock, WarehouseStorage

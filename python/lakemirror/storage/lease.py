@@ -21,7 +21,7 @@ import time
 import uuid
 from typing import Any
 
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 
 
 class Lease:

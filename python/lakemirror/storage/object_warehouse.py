@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.lease import Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
 from lakemirror.storage.secrets import redact

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from lakemirror.errors import ConfigError
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 from lakemirror.storage.warehouse_door import (
     LOCKS,

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from typing import Protocol
 
 from lakemirror.errors import StorageError
-from lakemirror.settings import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 
 LOCKS = "_lakemirror/locks"
 

@@ -32,7 +32,7 @@ a file).
 from lakemirror.landing.delimited.compression import COMPRESSION_SUFFIXES
 from lakemirror.landing.delimited.format import DATA_TYPES, ColumnDefinition, DelimitedFormat
 from lakemirror.landing.delimited.reader import DelimitedText, open_delimited, read_delimited
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES, MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES, MAX_TEXT_BYTES
 
 __all__ = [
     "COMPRESSION_SUFFIXES", "DATA_TYPES", "DEFAULT_MAX_TEXT_BYTES", "MAX_TEXT_BYTES",

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.zone_door import ZoneDoor, ZoneFile, chunks
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 
 COMPRESSION_SUFFIXES = (".gz", ".zst", ".snappy")
 TEXT_CHUNK = 1 << 20  # decompressed bytes that are decoded and adjusted at a time

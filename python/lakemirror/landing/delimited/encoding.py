@@ -18,7 +18,7 @@ from lakemirror.landing.delimited.compression import raw_bytes
 from lakemirror.landing.delimited.errors import FileErrors
 from lakemirror.landing.delimited.lines import count_breaks
 from lakemirror.landing.zone_door import ZoneDoor
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 
 _PRIVATE_USE_LEADS = ((0xEE, 3), (0xEF, 3), (0xF3, 4), (0xF4, 4))  # UTF-8 lead bytes, lengths
 

@@ -11,7 +11,7 @@ from lakemirror.errors import (
     ValueParseError,
 )
 from lakemirror.landing.delimited.format import ColumnDefinition, DelimitedFormat
-from lakemirror.settings import MAX_TEXT_BYTES
+from lakemirror.environment import MAX_TEXT_BYTES
 
 _SHOWN_CHARS = 50
 _EXAMPLES = {

@@ -15,7 +15,7 @@ from lakemirror.landing.delimited.header import check_format, declared_columns
 from lakemirror.landing.delimited.splitter import Splitter
 from lakemirror.landing.zone import LandingZone
 from lakemirror.landing.zone_door import ZoneDoor
-from lakemirror.settings import DEFAULT_MAX_TEXT_BYTES
+from lakemirror.environment import DEFAULT_MAX_TEXT_BYTES
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
-from lakemirror.settings import environment_set, process_environment
+from lakemirror.environment import environment_set, process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
 
