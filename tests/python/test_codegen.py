@@ -11,7 +11,7 @@ import pytest
 import yaml
 from dbt.clients.jinja import get_rendered
 
-from lakemirror.codegen import MirrorModel, WarehouseName, write_history_model, write_model
+from lakemirror.codegen import MirrorModel, write_history_model, write_model
 
 from conftest import REPO, copy_project
 
@@ -88,7 +88,7 @@ def test_tests_of_a_warehouse_bound_model_are_enabled_with_it(tmp_path):
     """A model of another warehouse is disabled; its tests must be too, or dbt points them at a
     model of the same name elsewhere (your project's, when lakemirror is a package)."""
     model = MirrorModel("dbo", "t", ("id",))
-    write_model(tmp_path, model, warehouse=WarehouseName("prod"))
+    write_model(tmp_path, model, warehouse="prod")
     write_history_model(tmp_path, model)
     for path in ["dbo/dbo__t.yml", "dbo/history/dbo__t__history.yml"]:
         [described] = yaml.safe_load((tmp_path / "models/mirror" / path).read_text())["models"]

@@ -14,7 +14,7 @@ import yaml
 from dbt.clients.jinja import get_rendered
 from deltalake import DeltaTable
 
-from lakemirror.codegen import MirrorModel, WarehouseName, write_history_model, write_model
+from lakemirror.codegen import MirrorModel, write_history_model, write_model
 from lakemirror.delta.rows import read_table
 from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.maintenance import maintain_tables
@@ -157,7 +157,7 @@ def test_history_keeps_every_version_across_runs_reruns_and_compaction(tmp_path)
 
 def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     model = MirrorModel("dbo", "t", ("id",), "c")
-    write_model(tmp_path, model, warehouse=WarehouseName("dev"))
+    write_model(tmp_path, model, warehouse="dev")
     outcomes = write_history_model(tmp_path, model)
     assert set(outcomes.values()) == {"created"}
     yml = (tmp_path / "models/mirror/dbo/history/dbo__t__history.yml").read_text()

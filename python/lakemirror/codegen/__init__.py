@@ -11,13 +11,11 @@ from lakemirror.codegen.history import (
 from lakemirror.codegen.generated import MIRROR_FOLDER, Outcome
 from lakemirror.codegen.models import MirrorModel, ModelConflictError, retire_model, write_model
 from lakemirror.codegen.warehouses import (
-    WarehouseName,
     checked_name,
     read_warehouses,
-    warehouse_name,
 )
 
 __all__ = ["HISTORY_SUFFIX", "HISTORY_VARIABLE", "MIRROR_FOLDER", "MirrorModel",
-           "ModelConflictError", "Outcome", "WarehouseName", "checked_name",
-           "history_relation", "read_warehouses", "retire_history_model", "retire_model",
-           "warehouse_name", "without_history_clashes", "write_history_model", "write_model"]
+           "ModelConflictError", "Outcome", "checked_name", "history_relation",
+           "read_warehouses", "retire_history_model", "retire_model", "without_history_clashes",
+           "write_history_model", "write_model"]

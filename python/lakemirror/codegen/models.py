@@ -25,8 +25,6 @@ from lakemirror.codegen.generated import (
 from lakemirror.codegen.quoting import dbt_yaml_text, jinja_string, yaml_string
 from lakemirror.codegen.warehouses import (
     WAREHOUSES_ANCHOR,
-    WarehouseName,
-    migrated,
     read_warehouses,
     replace_warehouses,
     warehouses_line,
@@ -136,20 +134,19 @@ def data_tests(names: list[str], enabled: str | None) -> str:
 
 
 def write_model(project_dir: Path, model: MirrorModel, *,
-                warehouse: WarehouseName | None = None) -> dict[Path, Outcome]:
+                warehouse: str | None = None) -> dict[Path, Outcome]:
     """Write the model's yml, then its SQL, under models/mirror/<schema>/: a dbt run parsing
     the project meanwhile may see the yml alone (a warning), never the SQL without its source.
-    `warehouse` (the one being mirrored) joins the warehouses already listed in the yml;
+    `warehouse` (the name of the one being mirrored) joins the warehouses already listed in the yml;
     another warehouse's model with other keys is a ModelConflictError. Without `warehouse`
     the model is enabled for every warehouse."""
     sql, yml = model_paths(project_dir, model.schema, model.table)
     with folder_lock(sql.parent):
         members = None
         if warehouse is not None:
-            listed = migrated((read_warehouses(yml) or set()) if yml.exists() else set(),
-                              warehouse)
-            _check_shared(sql, model, listed - {warehouse.name})
-            members = listed | {warehouse.name}
+            listed = (read_warehouses(yml) or set()) if yml.exists() else set()
+            _check_shared(sql, model, listed - {warehouse})
+            members = listed | {warehouse}
         outcomes = {yml: write_generated(yml, model.yml(members), "#")}
         if outcomes[yml] == "kept-edited" and members is not None:
             replace_warehouses(yml, members)
@@ -157,7 +154,7 @@ def write_model(project_dir: Path, model: MirrorModel, *,
 
 
 def retire_model(project_dir: Path, schema: str, table: str, *,
-                 warehouse: WarehouseName | None = None) -> dict[Path, Outcome]:
+                 warehouse: str | None = None) -> dict[Path, Outcome]:
     """Remove the generated model of a table dropped from `warehouse`.
     While other warehouses are listed in its yml, only this one leaves the list (`updated`).
     A file the user edited is kept; when that is the SQL, the yml is rewritten to disable the
@@ -167,8 +164,7 @@ def retire_model(project_dir: Path, schema: str, table: str, *,
         return {}
     with folder_lock(sql.parent):
         listed = read_warehouses(yml) if yml.exists() and warehouse is not None else None
-        remaining = (migrated(listed, warehouse) - {warehouse.name}
-                     if listed is not None and warehouse is not None else set())
+        remaining = listed - {warehouse} if listed is not None else set()
         if remaining:
             replace_warehouses(yml, remaining)
             return {yml: "updated"}

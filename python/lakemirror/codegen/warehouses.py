@@ -10,8 +10,7 @@ unset) is one of the listed names:
 
 (on one line). The env var, not a dbt var, because dbt hands yml a var of dbt_project.yml
 unrendered. The list is a YAML double-quoted scalar of printable ASCII holding a jinja
-expression, so it reads back as a Python literal. Earlier versions listed absolute paths
-(compared with LAKEMIRROR_WAREHOUSE): a run rewrites such a list with names (`migrated`).
+expression, so it reads back as a Python literal.
 """
 
 from __future__ import annotations
@@ -20,27 +19,16 @@ import ast
 import os
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.errors import ConfigError
 from lakemirror.environment import DEFAULT_WAREHOUSE_NAME, WAREHOUSE_NAME
-from lakemirror.storage.location import ObjectLocation
 
 WAREHOUSES_ANCHOR = "lakemirror_warehouses"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # never a path: no `/`
 _LINE = re.compile(rf"^(?P<lead>\s*enabled: &{WAREHOUSES_ANCHOR} )(?P<value>.*)$", re.MULTILINE)
 _LIST = re.compile(r" in (\[.*\])\) \| as_bool \}\}$")
-
-
-@dataclass(frozen=True)
-class WarehouseName:
-    """One warehouse as generated models know it: its logical `name`, and the absolute paths
-    an earlier lakemirror listed it by (`legacy_paths`), which a rewritten list replaces."""
-
-    name: str
-    legacy_paths: frozenset[str] = frozenset()
 
 
 def checked_name(name: str) -> str:
@@ -52,31 +40,14 @@ def checked_name(name: str) -> str:
     return name
 
 
-def warehouse_name(name: str, warehouse: Path | ObjectLocation) -> WarehouseName:
-    """The warehouse at `warehouse`, named `name`; its legacy paths are its absolute path as
-    given and with links resolved (what earlier versions listed; a URL was never listed)."""
-    if isinstance(warehouse, ObjectLocation):
-        return WarehouseName(checked_name(name), frozenset())
-    given = os.path.abspath(warehouse)
-    return WarehouseName(checked_name(name), frozenset(
-        {_normal(given), _normal(str(Path(given).resolve()))}))
-
-
-def migrated(listed: Collection[str], warehouse: WarehouseName) -> set[str]:
-    """A read list in names only: this warehouse's legacy paths become its name, and other
-    paths go (their warehouses list their names again on their next run)."""
-    return {warehouse.name if entry in warehouse.legacy_paths else entry
-            for entry in listed if _NAME.fullmatch(entry) or entry in warehouse.legacy_paths}
-
-
 def warehouses_line(warehouses: Collection[str]) -> str:
     """The yml line (without indent) that enables a model for `warehouses` only."""
     return f"enabled: &{WAREHOUSES_ANCHOR} {_enabled(warehouses)}"
 
 
 def read_warehouses(yml: Path) -> set[str] | None:
-    """The warehouses a model's yml lists (names, or an earlier version's paths); None when it
-    has no such line, or one that no longer reads back (then lakemirror leaves it as it is)."""
+    """The warehouses a model's yml lists; None when it has no such line, or one that no
+    longer reads back (then lakemirror leaves it as it is)."""
     match = _LINE.search(yml.read_text(encoding="utf-8"))
     if match is None:
         return None
@@ -88,7 +59,7 @@ def read_warehouses(yml: Path) -> set[str] | None:
         return None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         return None
-    return {_normal(name) for name in names}
+    return set(names)
 
 
 def replace_warehouses(yml: Path, warehouses: Collection[str]) -> bool:
@@ -118,7 +89,3 @@ def warehouse_condition(warehouses: Collection[str]) -> str:
 def _enabled(warehouses: Collection[str]) -> str:
     """The YAML value of the line: a jinja expression, true for the listed warehouses."""
     return yaml_string(f"{{{{ {warehouse_condition(warehouses)} | as_bool }}}}")
-
-
-def _normal(name: str) -> str:
-    return name.rstrip("/") or "/"

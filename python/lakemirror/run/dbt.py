@@ -49,7 +49,7 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     warehouse = settings.warehouse
     env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.engine in ("spark", "connect")
            and isinstance(warehouse, ObjectLocation) else str(warehouse),
-           "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_names.name}
+           "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_name}
     run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.engine == "embedded":

@@ -43,7 +43,7 @@ def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult,
             return result
         model = MirrorModel(result.table.schema, result.table.name,
                             metadata.key_columns, metadata.conditional_column)
-        outcomes = write_model(project_dir, model, warehouse=settings.warehouse_names)
+        outcomes = write_model(project_dir, model, warehouse=settings.warehouse_name)
         for path, outcome in (outcomes | write_history_model(project_dir, model)).items():
             if outcome != "unchanged":
                 log.progress(f"model {path.relative_to(project_dir)}: {outcome}")

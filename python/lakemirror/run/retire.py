@@ -99,7 +99,7 @@ def _retire_model(settings: RunSettings, retirement: Retirement) -> str | None:
     edited."""
     project_dir = settings.project_dir
     outcomes = retire_model(project_dir, retirement.schema, retirement.table,
-                            warehouse=settings.warehouse_names)
+                            warehouse=settings.warehouse_name)
     outcomes |= retire_history_model(project_dir, retirement.schema, retirement.table)
     kept = [f"{path.relative_to(project_dir)} ({outcome})"
             for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]

@@ -10,11 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from lakemirror.codegen import (
-    WarehouseName,
-    checked_name,
-    warehouse_name,
-)
+from lakemirror.codegen import checked_name
 from lakemirror.conflicts import Backoff
 from lakemirror.engine import DEFAULT_ENGINE_TIMEOUT
 from lakemirror.engine.identity import Engine, project_engine
@@ -43,7 +39,6 @@ class RunSettings:
     warehouse: WarehouseLocation  # links resolved
     project_dir: Path  # links resolved
     given_zone: ZoneLocation  # as given: the zone's identity (see `binding`) and messages
-    given_warehouse: WarehouseLocation  # as given: its legacy names (see codegen.warehouses)
     target: str = "embedded"  # the dbt target's name in the project's profile
     engine: Engine  # what the target runs on, from its profile (see `given`), never its name
     dbt_vars: Mapping[str, object] = field(default_factory=dict)
@@ -82,8 +77,7 @@ class RunSettings:
                 profiles_dir(project, env.dbt_profiles_dir))
         return cls(landing_zone=zone,
                    warehouse=warehouse_location(warehouse),
-                   project_dir=project, given_zone=landing_zone,
-                   given_warehouse=warehouse, **options)
+                   project_dir=project, given_zone=landing_zone, **options)
 
     @cached_property
     def zone(self) -> ZoneDoor:
@@ -94,13 +88,6 @@ class RunSettings:
     def layout(self) -> Warehouse:
         """Where the warehouse keeps each of its tables."""
         return Warehouse(self.warehouse)
-
-    @property
-    def warehouse_names(self) -> WarehouseName:
-        """How the warehouse's generated models list it (see codegen.warehouses)."""
-        given = self.given_warehouse
-        return warehouse_name(self.warehouse_name, given if isinstance(given, Path)
-                              and given.resolve() == self.warehouse else self.warehouse)
 
 
 def check_project(project_dir: Path) -> Path:
