@@ -63,6 +63,23 @@ def test_the_list_is_kept_up_to_date_even_in_a_yml_you_edited(tmp_path):
     assert read_warehouses(yml) == set() and "The customer number." in yml.read_text()
 
 
+@pytest.mark.parametrize("style", [
+    "'{{ (env_var(''LAKEMIRROR_WAREHOUSE_NAME'', ''default'') in [''dev'', ''prod'']) "
+    "| as_bool }}'",
+    '"{{ (env_var(\'LAKEMIRROR_WAREHOUSE_NAME\', \'default\') in [\'dev\', \'prod\']) '
+    '| as_bool }}"  # built for dev and prod'])
+def test_a_list_you_rewrote_in_another_yaml_style_still_reads_back(tmp_path, style):
+    """The list is read as YAML, so it reads back in any quoting you rewrite it in."""
+    write_model(tmp_path, CUSTOMERS, warehouse=DEV)
+    yml = yml_of(tmp_path)
+    line = next(line for line in yml.read_text().splitlines() if "&lakemirror_warehouses" in line)
+    yml.write_text(yml.read_text().replace(line, line.split("&lakemirror_warehouses ")[0]
+                                           + "&lakemirror_warehouses " + style))
+    assert read_warehouses(yml) == {"dev", "prod"}
+    write_model(tmp_path, CUSTOMERS, warehouse="test")
+    assert read_warehouses(yml) == {"dev", "prod", "test"}
+
+
 def test_a_dropped_table_leaves_only_its_warehouse_until_the_last_one_drops_it(tmp_path):
     write_model(tmp_path, CUSTOMERS, warehouse=DEV)
     write_model(tmp_path, CUSTOMERS, warehouse=PROD)

@@ -9,8 +9,9 @@ unset) is one of the listed names:
                                        ['default']) | as_bool }}"
 
 (on one line). The env var, not a dbt var, because dbt hands yml a var of dbt_project.yml
-unrendered. The list is a YAML double-quoted scalar of printable ASCII holding a jinja
-expression, so it reads back as a Python literal.
+unrendered. The line is found by its anchor and edited alone, so a yml you edited keeps the
+rest of its text; its value is read as YAML (in whatever style you rewrote it), and the jinja
+list in it, of escaped string literals, as a Python literal.
 """
 
 from __future__ import annotations
@@ -51,11 +52,13 @@ def read_warehouses(yml: Path) -> set[str] | None:
     match = _LINE.search(yml.read_text(encoding="utf-8"))
     if match is None:
         return None
+    import yaml
+
     try:
-        expression = ast.literal_eval(match.group("value").strip())
+        expression = yaml.safe_load(match.group("value"))
         listed = _LIST.search(expression) if isinstance(expression, str) else None
         names = ast.literal_eval(listed.group(1)) if listed else None
-    except (SyntaxError, ValueError):
+    except (yaml.YAMLError, SyntaxError, ValueError):
         return None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         return None
