@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,6 +99,13 @@ def _run_in(work: Path, arguments: list[str], parts: list[list[str]], alone: lis
     return max(codes, key=lambda code: code != 0)
 
 
+def shard_environment(environ: Mapping[str, str], home: Path) -> dict[str, str]:
+    """A shard's environment: its own LAKEMIRROR_HOME, and no LAKEMIRROR_ENGINE_PORT the user
+    exported (the shards' engines would all bind it; unset, each takes a free port)."""
+    return {**{name: value for name, value in environ.items()
+               if name != "LAKEMIRROR_ENGINE_PORT"}, "LAKEMIRROR_HOME": str(home)}
+
+
 def _start(work: Path, index: int, arguments: list[str], part: list[str],
            log: Path | None) -> subprocess.Popen[bytes]:
     """A pytest process running `part`, with its own LAKEMIRROR_HOME and cache, its output
@@ -108,7 +116,7 @@ def _start(work: Path, index: int, arguments: list[str], part: list[str],
                *arguments, *part]
     output = None if log is None else log.open("w")
     try:
-        return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "LAKEMIRROR_HOME": str(home)},
+        return subprocess.Popen(command, cwd=ROOT, env=shard_environment(os.environ, home),
                                 stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     finally:
         if output is not None:

@@ -33,3 +33,10 @@ def test_the_recorded_seconds_name_only_modules_of_the_suite():
     assert "tests/python/test_run_suite.py" in modules
     assert modules.index("tests/python/test_cli.py") < modules.index(
         "tests/dbt_adapter/test_conformance.py")  # the roots in pyproject's order
+
+
+def test_each_shard_has_its_own_home_and_no_exported_engine_port(tmp_path):
+    environment = run_suite.shard_environment(
+        {"LAKEMIRROR_ENGINE_PORT": "50051", "PATH": "/bin", "LAKEMIRROR_HOME": "/shared"},
+        tmp_path / "home-1")
+    assert environment == {"PATH": "/bin", "LAKEMIRROR_HOME": str(tmp_path / "home-1")}
