@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from lakemirror.codegen.history import HISTORY_SUFFIX
 from lakemirror.conflicts import classify_conflict
-from lakemirror.errors import EngineCrashError
+from lakemirror.errors import CorruptTableError, EngineCrashError
 from lakemirror.landing import LandingTable
 from lakemirror.node_result import NodeResult
 from lakemirror.staging import IngestResult, staging_table_name
@@ -27,7 +27,8 @@ def failed_ingest(table: LandingTable, error: Exception, warehouse: Location,
     failure = as_failure(error, table, file=None, warehouse=warehouse, debug=debug)
     return dataclasses.replace(base or IngestResult(table, "failed"), status="failed",
                                error=str(failure), error_class=failure.error_class,
-                               error_type=type(failure).__name__)
+                               error_type=type(failure).__name__,
+                               damaged=isinstance(failure, CorruptTableError))
 
 
 def table_status(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None, *,

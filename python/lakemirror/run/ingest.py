@@ -57,7 +57,7 @@ def damaged(layout: Warehouse, ingested: list[IngestResult]) -> dict[str, list[s
     neither built nor attached."""
     return {staging_table_name(result.table.schema, result.table.name): [
                 str(path) for path, _ in _owned_tables(layout, result.table)]
-            for result in ingested if result.error_type == CorruptTableError.__name__}
+            for result in ingested if result.damaged}
 
 
 def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable,

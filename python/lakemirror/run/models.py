@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from lakemirror.codegen import MirrorModel, write_history_model, write_model
-from lakemirror.errors import CorruptTableError
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.staging import IngestResult
@@ -24,8 +23,7 @@ def _applies(result: IngestResult) -> bool:
     """Whether the table's staged files are applied: a failed table's too (it stops at its
     bad file, not before), unless its Delta log is damaged or its folder is never touched
     (a `problem` of the folder itself)."""
-    return result.status != "failed" or (result.error_type != CorruptTableError.__name__
-                                         and result.table.problem is None)
+    return result.status != "failed" or (not result.damaged and result.table.problem is None)
 
 
 def _generate_model(settings: RunSettings, log: RunLog, result: IngestResult,

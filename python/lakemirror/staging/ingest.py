@@ -30,6 +30,7 @@ from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.listed_features import list_used_features
 from lakemirror.errors import (
     ChangedFileError,
+    CorruptTableError,
     LakemirrorError,
     MetadataError,
     SchemaChangeError,
@@ -83,7 +84,8 @@ class IngestResult:
     files_pending: int = 0
     error: str | None = None
     error_class: Literal["user", "system"] | None = None
-    error_type: str | None = None
+    error_type: str | None = None  # the failure's class, as reported
+    damaged: bool = False  # its Delta log is damaged: the table is neither built nor attached
 
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
@@ -110,7 +112,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                             replace(metadata, warnings=(*metadata.warnings, *warnings)),
                             staged.last_sequence, staged_files, staged_rows, staged_bytes,
                             pending, None if error is None else str(error), error_class,
-                            type(error).__name__ if isinstance(error, LakemirrorError) else None)
+                            type(error).__name__ if isinstance(error, LakemirrorError) else None,
+                            isinstance(error, CorruptTableError))
 
     try:
         if table.problem is not None:
