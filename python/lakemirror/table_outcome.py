@@ -13,7 +13,7 @@ from lakemirror.codegen.history import HISTORY_SUFFIX
 from lakemirror.conflicts import classify_conflict
 from lakemirror.errors import CorruptTableError, EngineCrashError
 from lakemirror.landing import LandingTable
-from lakemirror.node_result import NodeResult
+from lakemirror.node_result import NodeResult, is_model_of
 from lakemirror.staging import IngestResult, staging_table_name
 from lakemirror.staging.failures import as_failure
 from lakemirror.status import TableStatus
@@ -48,8 +48,8 @@ def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None
     if result.status == "failed":
         return TableStatus(schema, name, "failed", result.last_sequence, rows, result.error,
                            error_class=result.error_class)
-    model_errors = [(node.unique_id.rsplit(".", 1)[-1], node.message or node.status)
-                    for node in nodes if node.failed and _is_model(node.unique_id, models)]
+    model_errors = [(node.name, node.message or node.status)
+                    for node in nodes if node.failed and is_model_of(node.unique_id, models)]
     if model_errors:
         failed, message = model_errors[0]
         conflict = classify_conflict(message)
@@ -57,20 +57,16 @@ def _outcome(result: IngestResult, nodes: Sequence[NodeResult], rows: int | None
         return TableStatus(schema, name, "failed", result.last_sequence, rows,
                            f"dbt model {failed}: {reason}{message}",
                            error_class="system")
-    failed_tests = [node for node in nodes if node.unique_id.startswith("test.") and node.failed
-                    and any(_is_model(parent, models) for parent in node.depends_on)]
+    failed_tests = [node for node in nodes if node.kind == "test" and node.failed
+                    and any(is_model_of(parent, models) for parent in node.depends_on)]
     if failed_tests:
         return TableStatus(
             schema, name, "degraded", result.last_sequence, rows,
             "the data is mirrored, but dbt tests failed: " + "; ".join(
-                f"{node.unique_id.split('.')[2]} ({node.status}: {node.message or 'no message'})"
+                f"{node.name} ({node.status}: {node.message or 'no message'})"
                 for node in failed_tests),
             error_class="user")
     return TableStatus(schema, name, result.status, result.last_sequence, rows, result.error)
-
-
-def _is_model(unique_id: str, models: tuple[str, ...]) -> bool:
-    return unique_id.startswith("model.") and unique_id.rsplit(".", 1)[-1] in models
 
 
 def rebuild_after_crash(crash: EngineCrashError,
@@ -82,10 +78,10 @@ def rebuild_after_crash(crash: EngineCrashError,
     before = [node for node in crash.nodes if not _after(node, crash)]
     after = sorted((node for node in crash.nodes if _after(node, crash)),
                    key=lambda node: node.completed_at or float("inf"))
-    models = [node for node in after if node.unique_id.startswith("model.")]
+    models = [node for node in after if node.kind == "model"]
     if not models:
         return [*before, *(_with_crash(node, crash) for node in after)]
-    culprit, cut_off = models[0], [node.unique_id.rsplit(".", 1)[-1] for node in models[1:]]
+    culprit, cut_off = models[0], [node.name for node in models[1:]]
     done = [*before, _with_crash(culprit, crash)]
     if not cut_off:
         return done

@@ -63,8 +63,8 @@ def _selection(settings: RunSettings, scope: Scope,
 def _rebuild_conflicts(settings: RunSettings, log: RunLog, dbt: Dbt,
                        nodes: list[NodeResult]) -> list[NodeResult]:
     for attempt, delay in enumerate(settings.backoff.delays(), start=2):
-        conflicts = {node.unique_id.rsplit(".", 1)[-1]: conflict for node in nodes
-                     if node.failed and node.unique_id.startswith("model.")
+        conflicts = {node.name: conflict for node in nodes
+                     if node.failed and node.kind == "model"
                      and (conflict := classify_conflict(node.message))}
         if not conflicts:
             return nodes
