@@ -75,7 +75,9 @@ def settings_statements(monkeypatch):
 
 
 def test_settings_apply_at_create_then_only_when_they_change(tmp_path, monkeypatch):
+    """In a warm process (`run --watch`), which hands its builds the states it read."""
     zone, service = mirror_setup(tmp_path)
+    service.settings = replace(service.settings, warm=True)
     statements = settings_statements(monkeypatch)
     configure(service, [
         "+isolation_level: Serializable",
