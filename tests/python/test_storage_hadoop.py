@@ -167,7 +167,7 @@ def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatc
         invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None)))
     with pytest.raises(ServerStorageError, match="it lacks Hadoop's S3A connector") as stopped:
         dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect", engine="connect",
-                   env={"LAKEMIRROR_WAREHOUSE": "s3://lake/wh"})
+                   warehouse="s3://lake/wh")
     assert "Delta Lake" not in str(stopped.value) and "JVM" not in str(stopped.value)
     settings = SimpleNamespace(warehouse=parse_location("s3://lake/wh", MOTO))
     failed, passed = (NodeResult("model.p.dbo__customers", "error", NO_S3A),
