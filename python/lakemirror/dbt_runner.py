@@ -40,8 +40,10 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     `lakemirror_warehouse`), never through this process's environment.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
-    `run_vars` are vars only the profile and the nodes' execution read (never a parse): beside
-    the kept manifest of a warm caller they change from one invocation to the next at no parse."""
+    `run_vars` are vars only the profile and the nodes' execution read (never a parse): the
+    project is parsed without them first (dbt parses it all again when its vars change), and
+    the command runs on that manifest, so they change from one invocation to the next (the
+    engine's port) at no parse."""
     from dbt.cli.main import dbtRunner
 
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
@@ -55,7 +57,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
         try:
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
                                         project_dir, (*project, *parse_vars))
-                        if warm else None)
+                        if warm else _parsed([*project, *parse_vars, *_plain_log_into_files(),
+                                              "--log-level", _parse_log_level(extra_args)]))
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
                                 ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
@@ -79,6 +82,23 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                        result.message or _operation_error(result, operation_errors),
                        _depends_on(result), _completed_at(result))
             for result in outcome.result.results]
+
+
+def _parsed(args: list[str]) -> Any | None:
+    """The manifest of `dbt parse <args>` (partial, from the last parse with the same vars);
+    None when dbt cannot parse the project: the command's own invocation then says why."""
+    from dbt.cli.main import dbtRunner
+
+    outcome = dbtRunner().invoke(["parse", *args])
+    return outcome.result if outcome.success else None
+
+
+def _parse_log_level(command_args: tuple[str, ...]) -> str:
+    """The parse before a command logs its warnings only (the command logs the rest), and
+    nothing when the command is to log nothing."""
+    quiet = any(command_args[at:at + 2] == ("--log-level", "none")
+                for at in range(len(command_args)))
+    return "none" if quiet else "warn"
 
 
 def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
@@ -162,6 +182,5 @@ def _release_sessions(warehouse: str | None, *, warm: bool) -> None:
 def forget_warm_sessions() -> None:
     """The next invocation starts from fresh engine sessions, which attach the registry anew:
     a kept session's catalog still lists a relation whose data went away."""
-    with _one_invocation_at_a_time:
-        _warm_warehouse[0] = None
+    _warm_warehouse[0] = None
 
