@@ -46,6 +46,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     engine's port) at no parse."""
     from dbt.cli.main import dbtRunner
 
+    if "--vars" in extra_args:  # dbt would take them in place of the run's own
+        raise ValueError("give dbt_invoke vars as run_vars, not as --vars in extra_args")
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
                "--target", target]
     parsed_with = {**(dbt_vars or {}), WAREHOUSE_VAR: warehouse}
