@@ -13,6 +13,8 @@ from lakemirror.dbt_vars import (
     WAREHOUSE_NAME_VAR,
     WAREHOUSE_VAR,
 )
+from lakemirror.engine.plain_dbt import invocation_settings
+from lakemirror.environment import read_settings
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import as_multiset, mirror_setup, mirrored_rows
@@ -55,3 +57,11 @@ def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_p
     assert parse == run
     assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1",
                      ENGINE_PORT_VAR: service.settings.env.engine_port}
+
+
+def test_the_dbt_plugin_takes_the_warehouse_from_the_vars_before_the_environment():
+    """The plugin checks the background engine's storage (and starts the `spark` target's
+    session) for the warehouse of the command dbt runs: a run's var, else plain dbt's env var."""
+    env = read_settings({"LAKEMIRROR_WAREHOUSE": "/plain/warehouse"})
+    assert invocation_settings(env, {WAREHOUSE_VAR: "s3://lake/run"}).warehouse == "s3://lake/run"
+    assert invocation_settings(env, {"other": "x"}).warehouse == "/plain/warehouse"
