@@ -31,7 +31,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "pyspark's Spark Connect sessions and the release threads joined at exit are "
         "process-wide, and so are the clients whose retries lakemirror bounds",
     ("engine/connect.py", "_exit_hook"): "the interpreter's exit hook is registered once",
-    ("engine/connect.py", "_clients_lock"): "guards the two above",
+    ("engine/connect.py", "_clients_lock"): "guards _clients and _exit_hook",
 }
 
 CONTAINERS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
