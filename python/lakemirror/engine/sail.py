@@ -128,20 +128,10 @@ def _engine_process(record: _Record) -> psutil.Process | None:
     return process if _runs(process) else None
 
 
-def _running(home: Path) -> tuple[_Record, psutil.Process] | None:
-    """The background engine `lakemirror engine start` left running, and its process, if it
-    still runs and answers."""
-    record = _read_record(home)
-    process = _engine_process(record) if record else None
-    if record is None or process is None or not answers(record.address):
-        return None
-    return record, process
-
-
 def background_engine(home: Path) -> EngineAddress | None:
     """The address of the engine `lakemirror engine start` left running, if it still answers."""
-    running = _running(home)
-    return running[0].address if running else None
+    running = background_process(home)
+    return running.address if running else None
 
 
 def storage_fingerprint(environment: Mapping[str, str]) -> str:
@@ -155,8 +145,8 @@ def storage_fingerprint(environment: Mapping[str, str]) -> str:
 def background_storage(home: Path) -> str | None:
     """The storage fingerprint the background engine was started with ("" for none), or None
     when no background engine runs."""
-    running = _running(home)
-    return running[0].storage if running else None
+    running = background_process(home)
+    return running.storage if running else None
 
 
 def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 30.0,
@@ -165,11 +155,11 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
     in its process, and record it in the state file. A running one is kept when it has the
     same settings, else refused."""
     fingerprint = storage_fingerprint(environment or {})
-    running = _running(home)
-    if running and running[0].storage == fingerprint:
-        return running[0].address
+    running = background_process(home)
+    if running and running.storage == fingerprint:
+        return running.address
     if running:
-        raise EngineError(f"the background engine at port {running[0].address.port} runs with "
+        raise EngineError(f"the background engine at port {running.address.port} runs with "
                           "other storage settings than this warehouse's",
                           hint="stop it with `lakemirror engine stop`, then start it again "
                                "with this --warehouse")
@@ -196,11 +186,13 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
 
 
 class BackgroundProcess:
-    """The background engine's process, as the watchdog sees it."""
+    """The background engine's process, as the watchdog sees it, and the storage fingerprint
+    it was started with."""
 
-    def __init__(self, process: psutil.Process, address: EngineAddress) -> None:
+    def __init__(self, process: psutil.Process, address: EngineAddress, storage: str) -> None:
         self.process = process
         self.address = address
+        self.storage = storage
 
     def alive(self) -> bool:
         return _runs(self.process)
@@ -215,9 +207,12 @@ class BackgroundProcess:
 
 
 def background_process(home: Path) -> BackgroundProcess | None:
-    """The background engine's process, if one runs."""
-    running = _running(home)
-    return BackgroundProcess(running[1], running[0].address) if running else None
+    """The engine `lakemirror engine start` left running, if it still runs and answers."""
+    record = _read_record(home)
+    process = _engine_process(record) if record else None
+    if record is None or process is None or not answers(record.address):
+        return None
+    return BackgroundProcess(process, record.address, record.storage)
 
 
 def stop_background(home: Path, *, timeout: float = 5.0) -> bool:
