@@ -22,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_ROOTS = ("tests/python", "tests/dbt_adapter")
@@ -43,6 +45,7 @@ TOGETHER = (
     ("tests/python/test_connect_target.py", "tests/dbt_adapter/test_conformance_connect.py"),
 )
 STOP_SECONDS = 60  # an interrupted process's time to tear its fixtures down
+SLOWEST_SHOWN = 15  # modules listed with their seconds at the end (suite_seconds.json's source)
 
 
 def modules() -> list[str]:
@@ -95,6 +98,7 @@ def _run_in(work: Path, arguments: list[str], parts: list[list[str]], alone: lis
     if alone:
         print(f"\n===== {', '.join(alone)} alone =====", flush=True)
         codes += _wait([_start(work, len(parts) + 1, arguments, alone, None)])
+    _print_slowest(module_seconds(sorted(work.glob("process-*.xml"))))
     print(f"\nmake test: exit codes {codes}, {time.monotonic() - started:.0f} s", flush=True)
     return max(codes, key=lambda code: code != 0)
 
@@ -113,7 +117,7 @@ def _start(work: Path, index: int, arguments: list[str], part: list[str],
     home = work / f"home-{index}"
     home.mkdir()
     command = [sys.executable, "-m", "pytest", "-o", f"cache_dir={work}/cache-{index}",
-               *arguments, *part]
+               f"--junitxml={work}/process-{index}.xml", *arguments, *part]
     output = None if log is None else log.open("w")
     try:
         return subprocess.Popen(command, cwd=ROOT, env=shard_environment(os.environ, home),
@@ -121,6 +125,29 @@ def _start(work: Path, index: int, arguments: list[str], part: list[str],
     finally:
         if output is not None:
             output.close()
+
+
+def module_seconds(reports: list[Path]) -> dict[str, float]:
+    """Each module's seconds (its tests' setup, call and teardown) in the shards' JUnit
+    reports; a report a stopped process never wrote counts for nothing."""
+    seconds: Counter[str] = Counter()
+    for report in reports:
+        if not report.exists():
+            continue
+        for case in ElementTree.parse(report).getroot().iter("testcase"):
+            module = case.get("classname", "").split(".")
+            path = "/".join(module[:next((index + 1 for index, part in enumerate(module)
+                                           if part.startswith("test_")), len(module))])
+            seconds[f"{path}.py"] += float(case.get("time") or 0)
+    return dict(seconds)
+
+
+def _print_slowest(seconds: dict[str, float]) -> None:
+    if seconds:
+        print(f"\nmake test: slowest modules (seconds in their process; "
+              f"tests/suite_seconds.json balances the shards by them):", flush=True)
+        for name, spent in Counter(seconds).most_common(SLOWEST_SHOWN):
+            print(f"  {spent:7.1f}  {name}", flush=True)
 
 
 def _wait(processes: list[subprocess.Popen[bytes]]) -> list[int]:

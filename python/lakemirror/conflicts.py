@@ -77,7 +77,9 @@ def classify_conflict(message: str | None) -> Conflict | None:
 
 @dataclass(frozen=True)
 class Backoff:
-    """Bounded exponential backoff with full jitter: attempt n waits up to base·2ⁿ⁻¹ (≤ cap)."""
+    """Bounded exponential backoff with full jitter: attempt n waits up to base·2ⁿ⁻¹ (≤ cap).
+    Ours, not tenacity's: run/build.py retries a result (the conflicting models, rebuilt and
+    merged into the last build), not a call; on tenacity both loops came out longer."""
 
     attempts: int = 4
     base_seconds: float = 0.5

@@ -10,6 +10,8 @@ PROJECT_PARTS = ("models", "macros", "seeds", "snapshots", "tests", "analyses", 
 PROJECT_FILES = ("dbt_project.yml", "packages.yml", "dependencies.yml")
 
 Fingerprint = tuple[tuple[str, int, int], ...]
+# Process-wide, keyed by all the parse reads (project, target, vars, environment: runs on two
+# warehouses never share an entry), each step a single dict operation, safe under threads.
 _parsed: dict[tuple[str, ...], tuple[Fingerprint, Any]] = {}
 
 

@@ -35,13 +35,14 @@ class MirrorService:
     dbt: Dbt = invoke_dbt  # how the build and the drops run dbt
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
     known_states: KnownStates = field(default_factory=KnownStates)  # read by its last run
+    reached_storage: set[tuple[str, str]] = field(default_factory=set)  # see check_server_storage
 
     def run(self, tables: Sequence[str] = ()) -> list[TableStatus]:
         """Drop tables whose folder went away, ingest new files, generate models for new
         tables, run `dbt build`; on every table, or only the named ones ('schema.table')."""
         settings, log = self.settings, self._log()
         layout = settings.layout
-        check_server_storage(settings)
+        check_server_storage(settings, self.reached_storage)
         with locked_scope(settings, log, tables) as (landing, scope, opened):
             dropped = retire.drop_retired(settings, log, self.dbt, landing, scope, opened)
             healed = retire.heal_returned(settings, log, landing, scope, opened)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pytest
 import yaml
@@ -186,7 +187,8 @@ def test_plain_dbt_without_the_engine_stops_at_once_naming_the_fix(tmp_path, mad
         port = engine.getsockname()[1]
         (tmp_path / "home").mkdir()
         (tmp_path / "home" / "engine.json").write_text(json.dumps(
-            {"pid": os.getpid(), "host": "127.0.0.1", "port": port}))
+            {"pid": os.getpid(), "started": psutil.Process().create_time(),
+             "host": "127.0.0.1", "port": port}))
         build = dbt("build")
     assert build.returncode == 2, build.stdout
     assert f"export LAKEMIRROR_ENGINE_PORT={port}" in build.stdout

@@ -40,3 +40,17 @@ def test_each_shard_has_its_own_home_and_no_exported_engine_port(tmp_path):
         {"LAKEMIRROR_ENGINE_PORT": "50051", "PATH": "/bin", "LAKEMIRROR_HOME": "/shared"},
         tmp_path / "home-1")
     assert environment == {"PATH": "/bin", "LAKEMIRROR_HOME": str(tmp_path / "home-1")}
+
+
+def test_module_seconds_add_up_each_modules_tests_from_every_report(tmp_path):
+    first, second, missing = tmp_path / "1.xml", tmp_path / "2.xml", tmp_path / "3.xml"
+    first.write_text('<testsuites><testsuite>'
+                     '<testcase classname="tests.python.test_cli" name="a" time="1.5"/>'
+                     '<testcase classname="tests.python.test_cli.TestStatus" name="b" time="2"/>'
+                     '</testsuite></testsuites>')
+    second.write_text('<testsuites><testsuite>'
+                      '<testcase classname="tests.dbt_adapter.test_conformance" name="c" '
+                      'time="4.25"/><testcase classname="tests.python.test_cli" name="d"/>'
+                      '</testsuite></testsuites>')
+    assert run_suite.module_seconds([first, second, missing]) == {
+        "tests/python/test_cli.py": 3.5, "tests/dbt_adapter/test_conformance.py": 4.25}

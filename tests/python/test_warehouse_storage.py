@@ -170,3 +170,14 @@ def test_a_lock_is_held_once_until_released(tmp_path):
     again = storage.try_lock("dbo.t")
     assert again is not None
     again.release()
+
+
+def test_a_lock_taken_in_one_thread_is_released_from_another(tmp_path):
+    storage = LocalWarehouse(tmp_path)
+    held = storage.try_lock("dbo.t")
+    thread = threading.Thread(target=held.release)
+    thread.start()
+    thread.join()
+    again = storage.try_lock("dbo.t")
+    assert again is not None
+    again.release()

@@ -25,8 +25,11 @@ _JITTER_MS = 500  # pyspark adds up to this to each wait of 2 s or more
 _MAX_WAIT_MS = 4000  # a retry's longest wait (pyspark's: 60 s)
 _LOST_AFTER = 2  # checks a second apart that found nothing listening: the server is lost
 
-_clients: weakref.WeakSet[Any] = weakref.WeakSet()  # the clients whose retries lakemirror bounds
+# Process-wide, as pyspark's sessions and the release threads joined at exit are: the clients
+# whose retries lakemirror bounds, whether the exit hook is registered, and a lock for both.
+_clients: weakref.WeakSet[Any] = weakref.WeakSet()
 _exit_hook: list[bool] = []
+_clients_lock = threading.Lock()  # two runs' threads bound clients, a watchdog gives them up
 
 
 def server_address(url: str) -> EngineAddress | None:
@@ -56,12 +59,13 @@ def bound_retries(client: Any, timeout: float) -> None:
     waits capped at 4 s)."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    if client in _clients:
-        return
-    client.set_retry_policies([DefaultPolicy(max_retries=_retries_within(timeout),
-                                             max_backoff=_MAX_WAIT_MS)])
-    _clients.add(client)
-    _drop_releases_at_exit()
+    with _clients_lock:
+        if client in _clients:
+            return
+        client.set_retry_policies([DefaultPolicy(max_retries=_retries_within(timeout),
+                                                 max_backoff=_MAX_WAIT_MS)])
+        _clients.add(client)
+        _drop_releases_at_exit()
 
 
 def _retries_within(seconds: float) -> int:
@@ -89,7 +93,8 @@ def _sessions_clients() -> list[Any]:
     """The clients lakemirror bounded and pyspark's default and active sessions' clients."""
     import sys
 
-    clients = list(_clients)
+    with _clients_lock:
+        clients = list(_clients)
     if "pyspark.sql.connect.session" in sys.modules:
         from pyspark.sql.connect.session import SparkSession
 

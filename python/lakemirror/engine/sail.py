@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import select
 import signal
 import socket
@@ -13,8 +12,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from lakemirror.errors import EngineError
 from lakemirror.environment import ENGINE_PORT, process_environment
@@ -92,14 +94,44 @@ def state_file(home: Path) -> Path:
     return home / "engine.json"
 
 
-def background_engine(home: Path) -> EngineAddress | None:
-    """The address of the engine `lakemirror engine start` left running, if it still answers."""
+@dataclass(frozen=True)
+class _Record:
+    """The state file's record of the background engine."""
+
+    pid: int
+    started: float  # its process's start time: a later process given the same pid is not it
+    address: EngineAddress
+    storage: str  # storage_fingerprint of its settings
+
+
+def _read_record(home: Path) -> _Record | None:
+    """The state file's record; None without one, and for an unreadable or incomplete one
+    (an older lakemirror's, without the start time), which names no engine to trust."""
     try:
         state = json.loads(state_file(home).read_text())
-    except (OSError, ValueError):
+        return _Record(int(state["pid"]), float(state["started"]),
+                       EngineAddress(str(state["host"]), int(state["port"])),
+                       str(state.get("storage", "")))
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    address = EngineAddress(state["host"], int(state["port"]))
-    return address if answers(address) and _alive(int(state["pid"])) else None
+
+
+def _engine_process(record: _Record) -> psutil.Process | None:
+    """The recorded engine's process while it runs: the pid's process only if it started at
+    the recorded time (the pid of an engine that ended may be another program's now)."""
+    try:
+        process = psutil.Process(record.pid)
+        if process.create_time() != record.started:
+            return None
+    except (psutil.Error, ValueError):
+        return None
+    return process if _runs(process) else None
+
+
+def background_engine(home: Path) -> EngineAddress | None:
+    """The address of the engine `lakemirror engine start` left running, if it still answers."""
+    running = background_process(home)
+    return running.address if running else None
 
 
 def storage_fingerprint(environment: Mapping[str, str]) -> str:
@@ -113,9 +145,8 @@ def storage_fingerprint(environment: Mapping[str, str]) -> str:
 def background_storage(home: Path) -> str | None:
     """The storage fingerprint the background engine was started with ("" for none), or None
     when no background engine runs."""
-    if background_engine(home) is None:
-        return None
-    return str(json.loads(state_file(home).read_text()).get("storage", ""))
+    running = background_process(home)
+    return running.storage if running else None
 
 
 def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 30.0,
@@ -124,12 +155,12 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
     in its process, and record it in the state file. A running one is kept when it has the
     same settings, else refused."""
     fingerprint = storage_fingerprint(environment or {})
-    running = background_engine(home)
-    if running and background_storage(home) == fingerprint:
-        return running
+    running = background_process(home)
+    if running and running.storage == fingerprint:
+        return running.address
     if running:
-        raise EngineError(f"the background engine at port {running.port} runs with other "
-                          "storage settings than this warehouse's",
+        raise EngineError(f"the background engine at port {running.address.port} runs with "
+                          "other storage settings than this warehouse's",
                           hint="stop it with `lakemirror engine stop`, then start it again "
                                "with this --warehouse")
     address = EngineAddress(HOST, port)
@@ -148,53 +179,55 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
         if process.poll() is not None or time.monotonic() > deadline:
             raise EngineError(f"the embedded engine did not start; see {log}")
         time.sleep(0.1)
-    state_file(home).write_text(json.dumps({"pid": process.pid, "host": HOST, "port": port,
-                                        "storage": fingerprint}))
+    state_file(home).write_text(json.dumps({
+        "pid": process.pid, "started": psutil.Process(process.pid).create_time(), "host": HOST,
+        "port": port, "storage": fingerprint}))
     return address
 
 
 class BackgroundProcess:
-    """The background engine's process, as the watchdog sees it."""
+    """The background engine's process, as the watchdog sees it, and the storage fingerprint
+    it was started with."""
 
-    def __init__(self, pid: int, address: EngineAddress) -> None:
-        self.pid = pid
+    def __init__(self, process: psutil.Process, address: EngineAddress, storage: str) -> None:
+        self.process = process
         self.address = address
+        self.storage = storage
 
     def alive(self) -> bool:
-        return _alive(self.pid)
+        return _runs(self.process)
 
     def kill(self) -> None:
-        if self.alive():
-            os.kill(self.pid, signal.SIGKILL)
+        with suppress(psutil.NoSuchProcess):  # psutil signals no later process given its pid
+            self.process.kill()
 
     def exit_reason(self) -> str:
-        return (f"the background engine (pid {self.pid}) stopped; `lakemirror engine start` "
-                "starts it again")
+        return (f"the background engine (pid {self.process.pid}) stopped; `lakemirror engine "
+                "start` starts it again")
 
 
 def background_process(home: Path) -> BackgroundProcess | None:
-    """The background engine's process, if one runs."""
-    address = background_engine(home)
-    if address is None:
+    """The engine `lakemirror engine start` left running, if it still runs and answers."""
+    record = _read_record(home)
+    process = _engine_process(record) if record else None
+    if record is None or process is None or not answers(record.address):
         return None
-    return BackgroundProcess(int(json.loads(state_file(home).read_text())["pid"]), address)
+    return BackgroundProcess(process, record.address, record.storage)
 
 
-def stop_background(home: Path) -> bool:
-    """Stop the background engine; False when none was running."""
-    try:
-        state = json.loads(state_file(home).read_text())
-    except (OSError, ValueError):
-        return False
-    pid = int(state["pid"])
-    if _alive(pid):
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            if not _alive(pid):
-                break
-            time.sleep(0.1)
+def stop_background(home: Path, *, timeout: float = 5.0) -> bool:
+    """Stop the background engine (SIGTERM, then SIGKILL when it still runs `timeout` seconds
+    later) and remove the state file; False when it named no running engine."""
+    record = _read_record(home)
+    process = _engine_process(record) if record else None
+    if process is not None:
+        with suppress(psutil.NoSuchProcess):
+            process.terminate()
+            if psutil.wait_procs([process], timeout=timeout)[1]:
+                process.kill()
+                psutil.wait_procs([process], timeout=timeout)
     state_file(home).unlink(missing_ok=True)
-    return True
+    return process is not None
 
 
 def answers(address: EngineAddress) -> bool:
@@ -206,9 +239,9 @@ def answers(address: EngineAddress) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
+def _runs(process: psutil.Process) -> bool:
+    """Whether the process still runs: not ended, not a zombie, its pid not given to another."""
     try:
-        os.kill(pid, 0)
-    except OSError:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return True

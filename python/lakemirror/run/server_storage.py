@@ -17,12 +17,11 @@ from lakemirror.run.settings import RunSettings
 from lakemirror.storage.hadoop import server_storage_problem, spark_url
 from lakemirror.storage.location import ObjectLocation, redact_url
 
-_reached: set[tuple[str, str]] = set()  # (server, warehouse) pairs a probe found reachable
 
-
-def check_server_storage(settings: RunSettings) -> None:
+def check_server_storage(settings: RunSettings, reached: set[tuple[str, str]]) -> None:
     """On the `connect` engine with a warehouse in object storage, raise ServerStorageError
-    when the server cannot reach the warehouse (once per server and warehouse in a process).
+    when the server cannot reach the warehouse. `reached` is the caller's (server, warehouse)
+    pairs a probe found reachable, not probed again; the probe adds its pair when it is.
     Any other error of the probe (a server that does not answer, one without Delta) is left
     to dbt's own checks, which name it."""
     warehouse = settings.warehouse
@@ -32,7 +31,7 @@ def check_server_storage(settings: RunSettings) -> None:
 
     server = settings.env.connect_url
     address = server_address(server)
-    if (server, str(warehouse)) in _reached or address is None or not answers(address):
+    if (server, str(warehouse)) in reached or address is None or not answers(address):
         return  # a server that does not answer: dbt's plugin waits for it, naming the fix
     try:
         # analysed at once: the server lists <warehouse>/_delta_log, which no run writes
@@ -45,7 +44,7 @@ def check_server_storage(settings: RunSettings) -> None:
                 f"the warehouse {redact_url(str(warehouse))}: {problem.lacks}; nothing was "
                 "written",
                 hint=problem.fix) from None
-    _reached.add((server, str(warehouse)))
+    reached.add((server, str(warehouse)))
 
 
 def explain_storage_errors(settings: RunSettings, nodes: list[NodeResult]) -> list[NodeResult]:

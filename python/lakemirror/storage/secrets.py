@@ -15,6 +15,7 @@ _SIGNED_PARAMETER = re.compile(
     r"(?i)\b(sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|"
     r"x-goog-signature|x-goog-credential)=([^&\s\"']+)")
 _MIN_LENGTH = 6  # a shorter value would blank out ordinary words wherever it occurs
+# Process-wide: a credential any run of the process read stays out of everything it writes.
 _known: set[str] = set()
 
 

@@ -12,12 +12,11 @@ the warehouse's root (`_lakemirror/landing_zone.json`), and asks `WarehouseStora
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
 from pathlib import Path
-from typing import IO
+from typing import TYPE_CHECKING
 
 from lakemirror.errors import ConfigError
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
@@ -29,6 +28,9 @@ from lakemirror.storage.warehouse_door import (
     key_segments,
     lock_file_name,
 )
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # `s3:`; one letter would be a drive
 FIX = ("pass a local folder or an object store's URL as --warehouse (LAKEMIRROR_WAREHOUSE): "
@@ -134,25 +136,24 @@ class LocalWarehouse(WarehouseStorage):
 
     def try_lock(self, name: str, *,
                  lease_seconds: float = DEFAULT_LEASE_SECONDS) -> HeldLock | None:
-        path = self._path(f"{LOCKS}/{lock_file_name(name)}.lock")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("w")
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(self._path(f"{LOCKS}/{lock_file_name(name)}.lock"), thread_local=False)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
+            lock.acquire(timeout=0)
+        except Timeout:
             return None
-        return _FileLock(handle)
+        return _FileLock(lock)
 
 
 class _FileLock:
+    """flock on local disk (filelock's FileLock; a soft lock where the file system has no
+    flock), released from whichever thread ends the run."""
+
     lost = False  # a file lock lasts as long as its process
 
-    def __init__(self, handle: IO[str]) -> None:
-        self.handle = handle
+    def __init__(self, lock: BaseFileLock) -> None:
+        self.lock = lock
 
     def release(self) -> None:
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_UN)
-        finally:
-            self.handle.close()
+        self.lock.release()
