@@ -10,18 +10,19 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from lakemirror.dbt_vars import WAREHOUSE_VAR
 from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.identity import Engine
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parsed_manifest
-from lakemirror.environment import environment_set, process_environment
+from lakemirror.environment import process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
 
 # dbt keeps its flags, adapters and invocation context process-wide: two runs' threads take
-# turns at it (and at the environment it reads).
+# turns at it.
 _one_invocation_at_a_time = threading.RLock()
 # A warm caller reruns every few seconds: it skips writing target/manifest.json and
 # run_results.json (about 0.3 s each time, more on a busy machine), which it never reads.
@@ -29,40 +30,48 @@ WARM_ARGS = {True: ("--no-write-json",), False: ()}
 
 
 def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: str,
-               engine: Engine, env: Mapping[str, str],
+               engine: Engine, warehouse: str,
                dbt_vars: Mapping[str, object] | None = None,
                run_vars: Mapping[str, object] | None = None,
                extra_args: tuple[str, ...] = (), warm: bool = False) -> list[NodeResult]:
-    """Run `dbt <command>` on the dbt target named `target`, whose engine is `engine`, and
-    return per-node results; raises only if dbt could not start.
+    """Run `dbt <command>` on the dbt target named `target`, whose engine is `engine`, for the
+    warehouse `warehouse` (as dbt is given it), and return per-node results; raises only if dbt
+    could not start. Everything dbt is told goes as `--vars` (the warehouse as
+    `lakemirror_warehouse`), never through this process's environment.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
-    `run_vars` are vars only the nodes' execution reads (never a parse): beside the kept
-    manifest of a warm caller they change from one invocation to the next at no parse."""
+    `run_vars` are vars only the profile and the nodes' execution read (never a parse): the
+    project is parsed without them first (dbt parses it all again when its vars change), and
+    the command runs on that manifest, so they change from one invocation to the next (the
+    engine's port) at no parse."""
     from dbt.cli.main import dbtRunner
 
+    if "--vars" in extra_args:  # dbt would take them in place of the run's own
+        raise ValueError("give dbt_invoke vars as run_vars, not as --vars in extra_args")
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
                "--target", target]
-    parse_vars = ["--vars", json.dumps(dict(dbt_vars or {}))]
-    run_with = ["--vars", json.dumps({**(dbt_vars or {}), **(run_vars or {})})]
+    parsed_with = {**(dbt_vars or {}), WAREHOUSE_VAR: warehouse}
+    parse_vars = ["--vars", json.dumps(parsed_with)]
+    run_with = ["--vars", json.dumps({**parsed_with, **(run_vars or {})})]
     operation_errors: list[str] = []
-    with _one_invocation_at_a_time, environment_set({**_plain_log_into_files(), **env}):
-        _release_sessions(env.get("LAKEMIRROR_WAREHOUSE"), warm=warm)
+    with _one_invocation_at_a_time:
+        _release_sessions(warehouse, warm=warm)
         try:
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
-                                        project_dir, (*project, *parse_vars,
-                                                      *sorted(f"{k}={v}" for k, v in env.items())))
-                        if warm else None)
+                                        project_dir, (*project, *parse_vars))
+                        if warm else _parsed([*project, *parse_vars, *_plain_log_into_files(),
+                                              "--log-level", _parse_log_level(extra_args)]))
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
                                 ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
-                                          *extra_args])
+                                          *_plain_log_into_files(), *extra_args])
         finally:
             if not warm:
                 close_connect_sessions()
     if (stopped := _lakemirror_error(outcome.exception)) is not None:
         raise stopped
-    if (unreachable := _server_storage_error(command, engine, env, outcome.exception)) is not None:
+    if (unreachable := _server_storage_error(command, engine, warehouse,
+                                             outcome.exception)) is not None:
         raise unreachable
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
@@ -77,6 +86,23 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
             for result in outcome.result.results]
 
 
+def _parsed(args: list[str]) -> Any | None:
+    """The manifest of `dbt parse <args>` (partial, from the last parse with the same vars);
+    None when dbt cannot parse the project: the command's own invocation then says why."""
+    from dbt.cli.main import dbtRunner
+
+    outcome = dbtRunner().invoke(["parse", *args])
+    return outcome.result if outcome.success else None
+
+
+def _parse_log_level(command_args: tuple[str, ...]) -> str:
+    """The parse before a command logs its warnings only (the command logs the rest), and
+    nothing when the command is to log nothing."""
+    quiet = any(command_args[at:at + 2] == ("--log-level", "none")
+                for at in range(len(command_args)))
+    return "none" if quiet else "warn"
+
+
 def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     """The error of lakemirror's dbt plugin that stopped dbt (dbt wraps it in its own)."""
     while error is not None and not isinstance(error, LakemirrorError):
@@ -84,12 +110,12 @@ def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     return error
 
 
-def _server_storage_error(command: str, engine: Engine, env: Mapping[str, str],
+def _server_storage_error(command: str, engine: Engine, warehouse: str,
                           error: BaseException | None) -> ServerStorageError | None:
     """The error to stop on when dbt could not run because a Spark Connect server cannot
     reach the warehouse URL (its Java stack would otherwise be the only word, with the 'no
     Delta Lake' hint its Delta frames match); None otherwise."""
-    if error is None or engine != "connect" or "://" not in env.get("LAKEMIRROR_WAREHOUSE", ""):
+    if error is None or engine != "connect" or "://" not in warehouse:
         return None
     problem = server_storage_problem(str(error))
     if problem is None:
@@ -130,15 +156,18 @@ def _completed_at(result: Any) -> float | None:
     return max(timings).replace(tzinfo=timezone.utc).timestamp() if timings else None  # naive UTC
 
 
-def _plain_log_into_files() -> dict[str, str]:
+def _plain_log_into_files() -> tuple[str, ...]:
     """dbt colours its log even into a pipe or a file: plain text there, unless the user
     chose (DBT_USE_COLORS)."""
     if "DBT_USE_COLORS" in process_environment() or sys.stdout.isatty():
-        return {}
-    return {"DBT_USE_COLORS": "false"}
+        return ()
+    return ("--no-use-colors",)
 
 
-_warm_warehouse: list[str | None] = [None]  # whose sessions the last warm invocation kept
+# Whose engine sessions the last warm invocation kept. Process-wide on purpose, as what it
+# describes: the sessions dbt-spark runs on are pyspark's, one active session per process (and
+# one Connect session per server), which every dbt invocation of the process takes in turn.
+_warm_warehouse: list[str | None] = [None]
 
 
 def _release_sessions(warehouse: str | None, *, warm: bool) -> None:

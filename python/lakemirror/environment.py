@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,22 +96,6 @@ def process_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
     """This process's environment with `extra` set: what a child process (the engine, a
     benchmark's run) starts with, and what the in-process JVM of the `spark` target sees."""
     return {**os.environ, **(extra or {})}
-
-
-@contextmanager
-def environment_set(variables: Mapping[str, str]) -> Iterator[None]:
-    """This process's environment with `variables` set while in the block, then as it was:
-    dbt run in-process (dbtRunner) reads its `env_var()`s only from there."""
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def unset_process_variable(name: str) -> None:

@@ -10,15 +10,15 @@ PROJECT_PARTS = ("models", "macros", "seeds", "snapshots", "tests", "analyses", 
 PROJECT_FILES = ("dbt_project.yml", "packages.yml", "dependencies.yml")
 
 Fingerprint = tuple[tuple[str, int, int], ...]
-# Process-wide, keyed by all the parse reads (project, target, vars, environment: runs on two
-# warehouses never share an entry), each step a single dict operation, safe under threads.
+# Process-wide, keyed by all the parse reads (project, target, vars: runs on two warehouses
+# never share an entry), each step a single dict operation, safe under threads.
 _parsed: dict[tuple[str, ...], tuple[Fingerprint, Any]] = {}
 
 
 def parsed_manifest(args: list[str], project_dir: Path, key: tuple[str, ...]) -> Any | None:
     """The manifest of `dbt parse <args>`, parsed again only when a project file changed since
-    the last call with the same `key` (project, target, vars, environment). None when dbt
-    cannot parse the project: the caller's own invocation then reports why."""
+    the last call with the same `key` (project, target, vars). None when dbt cannot parse the
+    project: the caller's own invocation then reports why."""
     from dbt.cli.main import dbtRunner
 
     fingerprint = project_fingerprint(project_dir)

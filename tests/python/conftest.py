@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,7 +24,6 @@ from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
 from lakemirror.landing.readiness import SETTLE_SECONDS
 from lakemirror.service import MirrorService, RunSettings
-from lakemirror.environment import environment_set
 from lakemirror.storage.location import Location
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,7 +186,8 @@ def object_server(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     if reason is not None:
         pytest.skip(f"{kind} server skipped: {reason}")
     start = object_servers.azurite_server if kind == "azurite" else object_servers.s3_server
-    with start(tmp_path_factory.mktemp(kind)) as server, environment_set(server.environment):
+    with start(tmp_path_factory.mktemp(kind)) as server, \
+            mock.patch.dict(os.environ, server.environment):
         yield server
 
 

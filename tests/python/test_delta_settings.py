@@ -193,8 +193,8 @@ def test_open_source_delta_refuses_write_serializable_before_any_sql(tmp_path):
     zone.table("T", ["id"])
     publish(zone, "T", 1, [1])
     service.ingest_only()
-    [node] = [node for node in service.dbt(service.settings, "run", "--vars", json.dumps(
-        {"lakemirror_engine": "spark"})) if node.unique_id.startswith("model.")]
+    [node] = [node for node in service.dbt(service.settings, "run", extra_vars={
+        "lakemirror_engine": "spark"}) if node.unique_id.startswith("model.")]
     assert node.failed
     assert ("Delta Lake on Spark does not accept isolation_level 'WriteSerializable'; "
             "it accepts: Serializable") in node.message

@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 
 from lakemirror.dbt_runner import dbt_invoke
 from lakemirror.node_result import NodeResult
+from lakemirror.run.dbt import engine_vars
 from lakemirror.service import engine_address
 from lakemirror.environment import read_settings
 
@@ -93,18 +94,16 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     models = project / "models" / "user"
     models.mkdir(parents=True)
     runs = Runs(root / "warehouse")
-    env = {"LAKEMIRROR_WAREHOUSE": str(runs.warehouse)}
-    if request.param == "embedded":
-        address = engine_address(read_settings())
-        env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
-                "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+    engine = (engine_vars(engine_address(read_settings())) if request.param == "embedded"
+              else {})
     for version in ("before", "after", "after"):
         for name, model in MODELS.items():
             sql = getattr(model, version)
             (models / f"{name}.sql").write_text(
                 f"{{{{ config(materialized='incremental', {model.config}) }}}}\n{sql}\n")
         results = dbt_invoke("run", project, profiles_dir=project / "profiles",
-                             target=request.param, engine=request.param, env=env,
+                             target=request.param, engine=request.param,
+                             warehouse=str(runs.warehouse), run_vars=engine,
                              extra_args=("--select", "user", "--log-level", "none"))
         runs.results.append({result.unique_id.rsplit(".", 1)[-1]: result
                              for result in results})

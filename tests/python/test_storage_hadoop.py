@@ -164,10 +164,11 @@ def test_dbt_meeting_a_server_without_the_connector_says_so(tmp_path, monkeypatc
     from lakemirror.run.server_storage import explain_storage_errors
 
     monkeypatch.setattr(dbt_main, "dbtRunner", lambda **_: SimpleNamespace(
-        invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None)))
+        invoke=lambda args: SimpleNamespace(exception=RuntimeError(NO_S3A), result=None,
+                                          success=False)))
     with pytest.raises(ServerStorageError, match="it lacks Hadoop's S3A connector") as stopped:
         dbt_invoke("build", tmp_path, profiles_dir=tmp_path, target="connect", engine="connect",
-                   env={"LAKEMIRROR_WAREHOUSE": "s3://lake/wh"})
+                   warehouse="s3://lake/wh")
     assert "Delta Lake" not in str(stopped.value) and "JVM" not in str(stopped.value)
     settings = SimpleNamespace(warehouse=parse_location("s3://lake/wh", MOTO))
     failed, passed = (NodeResult("model.p.dbo__customers", "error", NO_S3A),

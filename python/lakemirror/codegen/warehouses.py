@@ -2,16 +2,17 @@
 
 A warehouse is known to the project by a logical name, never by its path, so a project moves
 between machines (and paths) unchanged. dbt renders the line when it parses the project; the
-model and its staging source are enabled only when LAKEMIRROR_WAREHOUSE_NAME (`default` when
-unset) is one of the listed names:
+model and its staging source are enabled only when the warehouse's name is one of the listed
+names: the var lakemirror_warehouse_name a lakemirror run gives dbt, else (plain dbt)
+LAKEMIRROR_WAREHOUSE_NAME, `default` when unset:
 
-    enabled: &lakemirror_warehouses "{{ (env_var('LAKEMIRROR_WAREHOUSE_NAME', 'default') in
-                                       ['default']) | as_bool }}"
+    enabled: &lakemirror_warehouses "{{ (var('lakemirror_warehouse_name',
+        env_var('LAKEMIRROR_WAREHOUSE_NAME', 'default')) in ['default']) | as_bool }}"
 
-(on one line). The env var, not a dbt var, because dbt hands yml a var of dbt_project.yml
-unrendered. The line is found by its anchor and edited alone, so a yml you edited keeps the
-rest of its text; its value is read as YAML (in whatever style you rewrote it), and the jinja
-list in it, of escaped string literals, as a Python literal.
+(on one line). Never a var of dbt_project.yml, which dbt would hand yml unrendered. The line is
+found by its anchor and edited alone, so a yml you edited keeps the rest of its text; its value
+is read as YAML (in whatever style you rewrote it), and the jinja list in it, of escaped string
+literals, as a Python literal.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from lakemirror.codegen.quoting import jinja_string, yaml_string
+from lakemirror.dbt_vars import WAREHOUSE_NAME_VAR
 from lakemirror.errors import ConfigError
 from lakemirror.environment import DEFAULT_WAREHOUSE_NAME, WAREHOUSE_NAME
 
@@ -86,7 +88,8 @@ def without_warehouses(body: str) -> str:
 def warehouse_condition(warehouses: Collection[str]) -> str:
     """A jinja expression (without braces), true when dbt runs for one of `warehouses`."""
     names = ", ".join(jinja_string(name) for name in sorted(warehouses))
-    return f"(env_var('{WAREHOUSE_NAME}', '{DEFAULT_WAREHOUSE_NAME}') in [{names}])"
+    return (f"(var('{WAREHOUSE_NAME_VAR}', env_var('{WAREHOUSE_NAME}', "
+            f"'{DEFAULT_WAREHOUSE_NAME}')) in [{names}])")
 
 
 def _enabled(warehouses: Collection[str]) -> str:

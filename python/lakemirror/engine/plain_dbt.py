@@ -16,10 +16,12 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dbt.plugins.manager import dbtPlugin
 
+from lakemirror.dbt_vars import WAREHOUSE_VAR
 from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.identity import ENGINE_MARK
 from lakemirror.engine.sail import (
@@ -69,7 +71,7 @@ def check_embedded_engine(parameters: Mapping[str, str], env: Settings) -> None:
 
 def check_engine_storage(address: EngineAddress, env: Settings) -> None:
     """Raise EngineError when the background engine at `address` lacks the storage settings of
-    the warehouse URL dbt is given (LAKEMIRROR_WAREHOUSE): the engine reads them only from its
+    the warehouse URL dbt is given (`env.warehouse`): the engine reads them only from its
     own environment, so every table would fail on a storage error."""
     warehouse = env.warehouse
     if not warehouse or background_engine(env.home) != address:
@@ -97,6 +99,13 @@ def invocation_state() -> dict[str, Any]:
     return context.obj if context is not None and isinstance(context.obj, dict) else {}
 
 
+def invocation_settings(env: Settings, dbt_vars: Mapping[str, Any]) -> Settings:
+    """The settings of the command dbt runs: the environment's (dbt's edge, for plain dbt), with
+    the warehouse a lakemirror run gives dbt as a var (`--vars`) over LAKEMIRROR_WAREHOUSE's."""
+    warehouse = dbt_vars.get(WAREHOUSE_VAR)
+    return replace(env, warehouse=str(warehouse)) if warehouse else env
+
+
 def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
     """Raise UnreachableServerError when the target is marked `connect` and its server does
     not accept connections within `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT)."""
@@ -116,7 +125,7 @@ def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
 
 def start_spark_session(parameters: Mapping[str, str], warehouse: str) -> None:
     """On the `spark` target (marked by its session's warehouse) with a warehouse in object
-    storage (`warehouse`: LAKEMIRROR_WAREHOUSE's): start the session dbt-spark would start,
+    storage (`warehouse`, the one dbt is given): start the session dbt-spark would start,
     with the Hadoop settings that reach the warehouse added (dbt-spark then reuses it); they
     are made from lakemirror's storage options, which a profile cannot list."""
     if SESSION_MARK not in parameters or "://" not in warehouse:
@@ -156,7 +165,7 @@ class EngineCheck(dbtPlugin):
         if profile is None or getattr(flags, "WHICH", None) in _OFFLINE_COMMANDS:
             return
         parameters = getattr(profile.credentials, "server_side_parameters", None) or {}
-        env = read_settings()  # dbt's edge: plain dbt, or the environment a run gives dbt
+        env = invocation_settings(read_settings(), getattr(flags, "VARS", None) or {})
         check_embedded_engine(parameters, env)
         check_connect_server(parameters, env.connect_timeout)
         start_spark_session(parameters, env.warehouse)

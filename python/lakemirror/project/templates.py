@@ -140,4 +140,5 @@ def profiles_yml(template: str, name: str) -> str:
                           hint="reinstall lakemirror")
     return ("# dbt profiles of this project: lakemirror's targets (embedded, spark, "
             "connect).\n# dbt and lakemirror find this file next to dbt_project.yml; every "
-            "value comes from an env var.\n" + body)
+            "value comes from an env var\n# (or, for the engine and the warehouse, from the "
+            "dbt vars a lakemirror run gives).\n" + body)

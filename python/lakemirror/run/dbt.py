@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from lakemirror.dbt_runner import dbt_invoke
+from lakemirror.dbt_vars import ENGINE_HOST_VAR, ENGINE_PORT_VAR, WAREHOUSE_NAME_VAR
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -46,25 +47,20 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     connect engines: raises EngineCrashError, carrying the nodes dbt finished, when the
     embedded engine was lost, and UnreachableServerError when the Connect server stopped
     answering (a cluster lakemirror cannot restart)."""
-    warehouse = settings.warehouse
-    env = {"LAKEMIRROR_WAREHOUSE": spark_url(warehouse) if settings.engine in ("spark", "connect")
-           and isinstance(warehouse, ObjectLocation) else str(warehouse),
-           "LAKEMIRROR_WAREHOUSE_NAME": settings.warehouse_name}
     run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.engine == "embedded":
         address, engine = embedded_engine(engine_environment(settings.warehouse),
                                           env=settings.env)
-        env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
-                "LAKEMIRROR_ENGINE_PORT": str(address.port)}
+        run_vars |= engine_vars(address)
         timeout = settings.engine_timeout
     elif (settings.engine == "connect"
           and (remote := connect_server(settings.env.connect_url)) is not None):
         engine, timeout = remote, math.inf  # a busy cluster is not lakemirror's to stop
     else:
-        return _dbt_invoke(settings, command, args, env, run_vars)
+        return _dbt_invoke(settings, command, args, run_vars)
     with watchdog(engine, timeout) as watch:
-        nodes = _dbt_invoke(settings, command, args, env, run_vars)
+        nodes = _dbt_invoke(settings, command, args, run_vars)
     if isinstance(engine, RemoteServer):
         nodes = explain_storage_errors(settings, nodes)
     if watch.reason is None:
@@ -83,16 +79,37 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
 
 
 def _dbt_invoke(settings: RunSettings, command: str, args: tuple[str, ...],
-                env: dict[str, str], run_vars: Mapping[str, object]) -> list[NodeResult]:
+                run_vars: Mapping[str, object]) -> list[NodeResult]:
     return dbt_invoke(command, settings.project_dir,
                       profiles_dir=profiles_dir(settings.project_dir,
                                                 settings.env.dbt_profiles_dir),
                       target=settings.target, engine=settings.engine,
-                      env=env, dbt_vars=settings.dbt_vars, run_vars=run_vars,
+                      warehouse=dbt_warehouse(settings),
+                      dbt_vars={**settings.dbt_vars, WAREHOUSE_NAME_VAR: settings.warehouse_name},
+                      run_vars=run_vars,
                       extra_args=(*args, *(("--log-level", "none") if settings.quiet else ())),
                       warm=settings.warm)
 
 
+def dbt_warehouse(settings: RunSettings) -> str:
+    """The warehouse as dbt is given it: Spark's URL of an object store on a Spark engine."""
+    warehouse = settings.warehouse
+    if isinstance(warehouse, ObjectLocation) and settings.engine in ("spark", "connect"):
+        return spark_url(warehouse)
+    return str(warehouse)
+
+
+def engine_vars(address: EngineAddress) -> dict[str, object]:
+    """The dbt vars that point a profile's embedded target at the engine at `address`: read by
+    the profile alone, never by a parse, so a warm caller's kept manifest outlives the engine."""
+    return {ENGINE_HOST_VAR: address.host, ENGINE_PORT_VAR: address.port}
+
+
+# The embedded engines this process started, one per set of storage settings. Process-wide on
+# purpose: an engine is a child process bound to a port (LAKEMIRROR_ENGINE_PORT's for the first),
+# which every run of the process with those settings shares; a pool per run would start an
+# engine per run and fight over the port. Runs still never see each other's state through it: a
+# warehouse's catalog lives in its own Connect session (see dbt_runner's `_release_sessions`).
 _child_engines: dict[tuple[tuple[str, str], ...], ChildEngine] = {}
 _starting = threading.Lock()
 

@@ -1,0 +1,67 @@
+"""A run hands dbt its data (the warehouse, its name, the engine's address) as `--vars`, never
+through this process's environment, which two runs in one process would share (issue 40)."""
+
+import json
+import os
+
+import pyarrow as pa
+from dbt.cli import main as dbt_main
+
+from lakemirror.dbt_vars import (
+    ENGINE_HOST_VAR,
+    ENGINE_PORT_VAR,
+    WAREHOUSE_NAME_VAR,
+    WAREHOUSE_VAR,
+)
+from lakemirror.engine.plain_dbt import invocation_settings
+from lakemirror.environment import read_settings
+from lakemirror.reference import ROW_MARKER, apply_changes
+
+from conftest import as_multiset, mirror_setup, mirrored_rows
+
+M = ROW_MARKER
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
+ROWS = [{"id": key, "v": f"v{key}", M: 0} for key in range(3)]
+
+
+def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_path,
+                                                                          monkeypatch):
+    zone, service = mirror_setup(tmp_path)
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, ROWS, SCHEMA)
+    # The run's engine listens at LAKEMIRROR_ENGINE_PORT's port, read into its settings: with
+    # the variable gone, plain dbt's fallback would look for it at 50051.
+    for name in ("LAKEMIRROR_WAREHOUSE", "LAKEMIRROR_WAREHOUSE_NAME", "LAKEMIRROR_ENGINE_HOST",
+                 "LAKEMIRROR_ENGINE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    environment = dict(os.environ)
+    invocations = []
+
+    class RecordingRunner(dbt_main.dbtRunner):
+        def invoke(self, args, **kwargs):
+            invocations.append((args, dict(os.environ)))
+            return super().invoke(args, **kwargs)
+
+    monkeypatch.setattr(dbt_main, "dbtRunner", RecordingRunner)
+    statuses = service.run()
+
+    assert [(status.table, status.status) for status in statuses] == [
+        ("customers", "replicating")]
+    assert mirrored_rows(service.settings.warehouse, "dbo", "customers") == as_multiset(
+        apply_changes([ROWS], ["id"]))
+    assert [args[0] for args, _ in invocations] == ["parse", "build"]
+    assert all(seen == environment for _, seen in invocations)
+    parse, build = (json.loads(args[args.index("--vars") + 1]) for args, _ in invocations)
+    run = {WAREHOUSE_VAR: str(service.settings.warehouse), WAREHOUSE_NAME_VAR: "default"}
+    # the engine's address, which changes between processes, never makes dbt parse again
+    assert parse == run
+    assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1",
+                     ENGINE_PORT_VAR: service.settings.env.engine_port}
+
+
+def test_the_dbt_plugin_takes_the_warehouse_from_the_vars_before_the_environment():
+    """The plugin checks the background engine's storage (and starts the `spark` target's
+    session) for the warehouse of the command dbt runs: a run's var, else plain dbt's env var."""
+    env = read_settings({"LAKEMIRROR_WAREHOUSE": "/plain/warehouse"})
+    assert invocation_settings(env, {WAREHOUSE_VAR: "s3://lake/run"}).warehouse == "s3://lake/run"
+    assert invocation_settings(env, {"other": "x"}).warehouse == "/plain/warehouse"
