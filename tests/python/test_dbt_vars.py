@@ -14,6 +14,7 @@ from lakemirror.dbt_vars import (
     WAREHOUSE_VAR,
 )
 from lakemirror.engine.plain_dbt import invocation_settings
+from lakemirror.engine.sail import EngineAddress, answers
 from lakemirror.environment import read_settings
 from lakemirror.reference import ROW_MARKER, apply_changes
 
@@ -55,8 +56,12 @@ def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_p
     run = {WAREHOUSE_VAR: str(service.settings.warehouse), WAREHOUSE_NAME_VAR: "default"}
     # the engine's address, which changes between processes, never makes dbt parse again
     assert parse == run
-    assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1",
-                     ENGINE_PORT_VAR: service.settings.env.engine_port}
+    port = build.pop(ENGINE_PORT_VAR)
+    assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1"}
+    # LAKEMIRROR_ENGINE_PORT's port when set (read into the settings), else the free one the
+    # run's engine took: the engine dbt ran on answers there
+    assert port == (service.settings.env.engine_port or port) and port > 0
+    assert answers(EngineAddress("127.0.0.1", port))
 
 
 def test_the_dbt_plugin_takes_the_warehouse_from_the_vars_before_the_environment():
