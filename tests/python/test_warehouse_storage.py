@@ -31,6 +31,7 @@ ELSEWHERE = {
 FUNCTIONS_ELSEWHERE = {
     "binding.py": {"_refusal"},  # whether the bound landing zone's folder is still there
     "cli/main.py": {"demo"},  # the example dbt project
+    "environment.py": {"_storage_options_file"},  # LAKEMIRROR_STORAGE_OPTIONS_FILE's file
     "run/settings.py": {"check_project"},  # the dbt project
 }
 FILE_METHODS = {"exists", "is_dir", "is_file", "mkdir", "rename", "unlink", "rmdir", "iterdir",

@@ -259,7 +259,8 @@ def restore(table: str | None, warehouse: Location, lock_timeout: float) -> None
     with table_locks(layout.root, [table], timeout=lock_timeout, lease_seconds=env.lease_seconds,
                      progress=lambda message: click.echo(message, err=True)):
         copy = restore_table(layout, table, None if binding is None else
-                             open_zone(parse_location(binding.zone.resolved)))
+                             open_zone(parse_location(binding.zone.resolved,
+                                                      storage=env.storage)))
     click.echo(f"restored {copy.qualified_name} (incarnation {copy.incarnation}, "
                f"{copy.reason} on {copy.dropped_on}); the next run builds its model again")
 

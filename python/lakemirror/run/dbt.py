@@ -53,7 +53,8 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.engine == "embedded":
-        address, engine = embedded_engine(engine_environment(settings.warehouse),
+        address, engine = embedded_engine(engine_environment(settings.warehouse,
+                                                             settings.env.storage.variables),
                                           env=settings.env)
         env |= {"LAKEMIRROR_ENGINE_HOST": address.host,
                 "LAKEMIRROR_ENGINE_PORT": str(address.port)}

@@ -76,7 +76,7 @@ class RunSettings:
                 check_project(project), options.get("target", "embedded"),
                 profiles_dir(project, env.dbt_profiles_dir))
         return cls(landing_zone=zone,
-                   warehouse=warehouse_location(warehouse),
+                   warehouse=warehouse_location(warehouse, storage=env.storage),
                    project_dir=project, given_zone=landing_zone, **options)
 
     @cached_property
