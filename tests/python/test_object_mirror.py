@@ -36,8 +36,9 @@ import sys, time
 from lakemirror.staging.lock import table_locks
 from lakemirror.environment import read_settings
 from lakemirror.storage import parse_location
+from lakemirror.storage.warehouse import warehouse_storage
 location = parse_location(sys.argv[1], storage=read_settings().storage)
-with table_locks(location, ["dbo.customers"], timeout=10, progress=print):
+with table_locks(warehouse_storage(location), ["dbo.customers"], timeout=10, progress=print):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """

@@ -84,9 +84,9 @@ class RunSettings:
         """The only door to the landing zone (a local folder's or an object store's)."""
         return open_zone(self.landing_zone)
 
-    @property
+    @cached_property
     def layout(self) -> Warehouse:
-        """Where the warehouse keeps each of its tables."""
+        """Where the warehouse keeps each of its tables, and its storage, opened once."""
         return Warehouse(self.warehouse)
 
 

@@ -8,6 +8,7 @@ can never collide.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lakemirror.naming import staging_table_name as staging_table_name
@@ -27,9 +28,10 @@ class Warehouse:
 
     root: Location
 
-    @property
+    @cached_property
     def storage(self) -> WarehouseStorage:
-        """How to touch the warehouse's files (see `storage.warehouse`)."""
+        """How to touch the warehouse's files (see `storage.warehouse`), opened once: an
+        object store's client keeps its connections for every later request."""
         return warehouse_storage(self.root)
 
     def key(self, path: Location) -> str:
