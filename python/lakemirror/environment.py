@@ -1,7 +1,8 @@
 """The LAKEMIRROR_* environment variables, read once at the edge (the CLI, the Python API, the
 dbt plugin, the bench) into one frozen `Settings`; lower layers take the plain values.
 
-This is the only module that reads `os.environ` (tests/python/test_settings.py checks): `read_settings`
+This is the only module that reads `os.environ` (tests/python/test_settings.py checks),
+storage's options and the cloud SDKs' variables included (`Settings.storage`): `read_settings`
 parses and checks each variable (a bad value is a ConfigError naming the variable and the fix,
 exit code 2), and `process_environment` is the one way to build a child process's environment
 from this one's.

@@ -40,9 +40,9 @@ def warehouse_location(given: str | Path | ObjectLocation, *,
                        storage: StorageSettings | None = None) -> Path | ObjectLocation:
     """The warehouse `given` names: a folder (a path or a file:// URL, made absolute with its
     links resolved) or a place in object storage (an `s3://`, `az://`, `abfss://`, `gs://` or
-    OneLake URL, with the storage options `storage` configures). A URL of no store lakemirror knows is a
-    ConfigError, and so is a Path one was folded into (`Path("s3://b/w")` is `s3:/b/w`): taken
-    for a relative path it would become a local folder named `s3:`."""
+    OneLake URL, with the storage options `storage` configures). A URL of no store lakemirror
+    knows is a ConfigError, and so is a Path one was folded into (`Path("s3://b/w")` is
+    `s3:/b/w`): taken for a relative path it would become a local folder named `s3:`."""
     if isinstance(given, ObjectLocation):
         return given
     text = str(given)
