@@ -23,10 +23,11 @@ from lakemirror.landing.incarnation import MARKER, read_incarnation
 from lakemirror.landing.zone import as_door, open_zone
 from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.naming import qualified_name
+from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
 from lakemirror.staging.opened import StagingTables
 from lakemirror.storage.location import Location
-from lakemirror.storage.warehouse import warehouse_storage
+from lakemirror.storage.warehouse_door import WarehouseStorage
 
 if TYPE_CHECKING:
     from lakemirror.storage.location import ObjectLocation
@@ -64,9 +65,9 @@ def zone_identity(given: Path | ObjectLocation) -> ZoneIdentity:
     return ZoneIdentity(given.url, given.url)
 
 
-def read_binding(warehouse: Location) -> Binding | None:
-    """The warehouse's record; None for a new warehouse (or one an earlier version made)."""
-    storage = warehouse_storage(warehouse)
+def read_binding(storage: WarehouseStorage) -> Binding | None:
+    """The record of the warehouse of `storage`; None for a new warehouse (or one an earlier
+    version made)."""
     text = storage.read_text(RECORD.as_posix())
     if text is None:
         return None
@@ -82,19 +83,19 @@ def read_binding(warehouse: Location) -> Binding | None:
                                ) from error
 
 
-def recorded_binding(warehouse: Location) -> Binding | None:
+def recorded_binding(storage: WarehouseStorage) -> Binding | None:
     """The warehouse's record, None also when it is damaged (to be written again)."""
     try:
-        return read_binding(warehouse)
+        return read_binding(storage)
     except ZoneBindingError:
         return None
 
 
-def write_binding(warehouse: Location, binding: Binding) -> None:
+def write_binding(storage: WarehouseStorage, binding: Binding) -> None:
     """Record the binding atomically, when it changed."""
-    if recorded_binding(warehouse) == binding:
+    if recorded_binding(storage) == binding:
         return
-    warehouse_storage(warehouse).write_text(RECORD.as_posix(), json.dumps({
+    storage.write_text(RECORD.as_posix(), json.dumps({
         "landing_zone": {"given": binding.zone.given, "resolved": binding.zone.resolved},
         "tables": dict(sorted(binding.tables.items())),
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -107,7 +108,7 @@ def record_binding(opened: StagingTables, zone: ZoneIdentity) -> None:
     caller holds the control lock); a table whose staging log cannot be read keeps its
     recorded one."""
     warehouse = opened.warehouse
-    recorded = recorded_binding(warehouse.root)
+    recorded = recorded_binding(warehouse.storage)
     tables = {}
     for schema, table in staged_tables(warehouse):
         name = qualified_name(schema, table)
@@ -117,14 +118,15 @@ def record_binding(opened: StagingTables, zone: ZoneIdentity) -> None:
             incarnation = recorded.tables.get(name) if recorded else None
         if incarnation is not None:
             tables[name] = incarnation
-    write_binding(warehouse.root, Binding(zone, tables))
+    write_binding(warehouse.storage, Binding(zone, tables))
 
 
-def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse: Location, *,
+def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, layout: Warehouse, *,
                   rebind: bool = False) -> None:
     """Refuse a run that looks like a mistake, before it writes anything: a landing zone that
     is a warehouse, a warehouse that is a landing zone (both: the folders swapped), or, unless
     `rebind`, a zone other than the one the warehouse mirrors."""
+    warehouse = layout.root
     swapped = (f"if the two folders are swapped, pass --landing-zone {warehouse} "
                f"--warehouse {zone.given}")
     if looks_like_warehouse(zone_root):
@@ -132,13 +134,13 @@ def check_binding(zone: ZoneIdentity, zone_root: PurePath | ZoneDoor, warehouse:
             f"the landing zone {zone.given} is a lakemirror warehouse (it holds _lakemirror/); "
             f"the warehouse given is {warehouse}; nothing was written",
             hint=f"{swapped}; else pass the publisher's folder as --landing-zone")
-    if looks_like_landing_zone(warehouse):
+    if looks_like_landing_zone(layout):
         raise ZoneBindingError(
             f"the warehouse {warehouse} looks like a landing zone (its table folders hold "
             f"{', '.join(ZONE_SIGNS)}); the landing zone given is {zone.given}; nothing was "
             "written", hint=f"{swapped}; else pass an empty folder or lakemirror's "
                             "warehouse as --warehouse")
-    bound = None if rebind else read_binding(warehouse)
+    bound = None if rebind else read_binding(layout.storage)
     if bound is None or bound.zone.resolved == zone.resolved:
         return
     raise ZoneBindingError(_refusal(zone, zone_root, bound, warehouse),
@@ -193,13 +195,14 @@ def looks_like_warehouse(folder: PurePath | ZoneDoor) -> bool:
         return False
 
 
-def looks_like_landing_zone(folder: Location) -> bool:
-    """Whether a table folder of `folder` (as a zone's tables are laid out) holds a landing
-    zone's files: lakemirror's incarnation mark, `_metadata.json` or `_ProcessedFiles/`. A
-    warehouse URL is looked at through a zone's door, as its zone would be."""
-    if not warehouse_storage(folder).is_folder(""):
+def looks_like_landing_zone(warehouse: Warehouse) -> bool:
+    """Whether a table folder of the warehouse (as a zone's tables are laid out) holds a
+    landing zone's files: lakemirror's incarnation mark, `_metadata.json` or
+    `_ProcessedFiles/`. A warehouse URL is looked at through a zone's door, as its zone
+    would be."""
+    if not warehouse.storage.is_folder(""):
         return False
-    door = open_zone(folder)
+    door = open_zone(warehouse.root)
     if looks_like_warehouse(door):
         return False
     try:

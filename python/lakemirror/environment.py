@@ -1,8 +1,8 @@
 """The LAKEMIRROR_* environment variables, read once at the edge (the CLI, the Python API, the
 dbt plugin, the bench) into one frozen `Settings`; lower layers take the plain values.
 
-This is the only module that reads `os.environ` (but for storage's options and credentials,
-still read where a location is parsed: see tests/python/test_settings.py): `read_settings`
+This is the only module that reads `os.environ` (tests/python/test_settings.py checks),
+storage's options and the cloud SDKs' variables included (`Settings.storage`): `read_settings`
 parses and checks each variable (a bad value is a ConfigError naming the variable and the fix,
 exit code 2), and `process_environment` is the one way to build a child process's environment
 from this one's.
@@ -12,11 +12,14 @@ error must name the variable and its fix in lakemirror's own words.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from lakemirror.errors import ConfigError
 
@@ -32,6 +35,9 @@ CONNECT_URL = "LAKEMIRROR_CONNECT_URL"  # the `connect` target's server (profile
 CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
 DELTA_JARS = "LAKEMIRROR_DELTA_JARS"  # the folder of Delta's jars for the `spark` target
 STORAGE_OPTIONS = "LAKEMIRROR_STORAGE_OPTIONS"  # storage options, a JSON object
+STORAGE_OPTIONS_FILE = "LAKEMIRROR_STORAGE_OPTIONS_FILE"  # a file of them (the variable wins)
+# The cloud SDKs' own variables (object_store's names) and the emulators' endpoints.
+STORAGE_VARIABLE_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "AZURITE_")
 DBT_PROFILES_DIR = "DBT_PROFILES_DIR"  # where dbt finds profiles.yml, as dbt reads it
 WAREHOUSE = "LAKEMIRROR_WAREHOUSE"  # the warehouse dbt is given (as dbt reads it)
 WAREHOUSE_NAME = "LAKEMIRROR_WAREHOUSE_NAME"  # the logical name generated models know it by
@@ -45,6 +51,20 @@ DEFAULT_CONNECT_URL = "sc://localhost:15002"  # profiles.yml's default for it
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
 DEFAULT_WAREHOUSE_NAME = "default"
 _SCHEMA_SUFFIX = re.compile(r"_[a-z0-9_]+")
+MAX_STORAGE_OPTIONS_BYTES = 1 << 20
+_OPTIONS_EXAMPLE = '{"aws_region": "eu-west-1", "s3://other-bucket": {"aws_profile": "other"}}'
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Storage's part of the environment: the options of LAKEMIRROR_STORAGE_OPTIONS and its
+    file, parsed (plain options, and objects of them scoped to a URL prefix), and the cloud
+    SDKs' variables as they were. Neither is shown: both may hold credentials."""
+
+    options: Mapping[str, str | Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False)
+    variables: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}),
+                                         repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +86,7 @@ class Settings:
     delta_jars: str | None = None
     warehouse_name: str = DEFAULT_WAREHOUSE_NAME  # checked by codegen.checked_name
     schema_suffix: str = ""  # dbt reads it itself; checked here, before any work
+    storage: StorageSettings = field(default_factory=StorageSettings)
 
 
 def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -89,7 +110,17 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
         dbt_profiles_dir=Path(env[DBT_PROFILES_DIR]).expanduser() if env.get(DBT_PROFILES_DIR)
         else None,
         warehouse_name=env.get(WAREHOUSE_NAME) or DEFAULT_WAREHOUSE_NAME,
-        schema_suffix=_schema_suffix(env))
+        schema_suffix=_schema_suffix(env),
+        storage=read_storage_settings(env))
+
+
+def read_storage_settings(env: Mapping[str, str]) -> StorageSettings:
+    """The storage options configured in `env` (the variable's names win over its file's)
+    and its cloud SDK variables."""
+    return StorageSettings(
+        options=MappingProxyType({**_storage_options_file(env), **_storage_options(env)}),
+        variables=MappingProxyType({name: value for name, value in env.items()
+                                    if name.startswith(STORAGE_VARIABLE_PREFIXES)}))
 
 
 def process_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -155,3 +186,60 @@ def _schema_suffix(env: Mapping[str, str]) -> str:
                           hint="use '_' followed by lowercase letters, digits or '_', e.g. "
                                "_sales, or unset it")
     return suffix
+
+
+def _storage_options(env: Mapping[str, str]) -> dict[str, Any]:
+    text = env.get(STORAGE_OPTIONS, "").strip()
+    return _parse_storage_options(text, STORAGE_OPTIONS) if text else {}
+
+
+def _storage_options_file(env: Mapping[str, str]) -> dict[str, Any]:
+    name = env.get(STORAGE_OPTIONS_FILE, "").strip()
+    if not name:
+        return {}
+    path = Path(name).expanduser()
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_STORAGE_OPTIONS_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"{STORAGE_OPTIONS_FILE}: cannot read {path} ({error.strerror})",
+                          hint=f"point {STORAGE_OPTIONS_FILE} at a readable JSON file, or "
+                               "unset it") from None
+    if len(data) > MAX_STORAGE_OPTIONS_BYTES:
+        raise ConfigError(f"{STORAGE_OPTIONS_FILE}: {path} is over {MAX_STORAGE_OPTIONS_BYTES} "
+                          "bytes", hint="keep only storage options in it")
+    return _parse_storage_options(data.decode("utf-8", errors="replace"),
+                                  f"{STORAGE_OPTIONS_FILE} ({path})")
+
+
+def _parse_storage_options(text: str, source: str) -> dict[str, Any]:
+    """A JSON object of options (strings, or booleans and numbers as strings) and URL-scoped
+    objects of them; the error never quotes the text, which may hold credentials."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"{source} is not valid JSON (line {getattr(error, 'lineno', '?')}, "
+                          f"column {getattr(error, 'colno', '?')})",
+                          hint=f"write a JSON object, e.g. {_OPTIONS_EXAMPLE}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source} is not a JSON object", hint=f"write e.g. {_OPTIONS_EXAMPLE}")
+    settings: dict[str, Any] = {}
+    for name, item in value.items():
+        if isinstance(item, dict) and "://" in name:
+            settings[name] = MappingProxyType({key: _storage_option(key, inner, source)
+                                               for key, inner in item.items()})
+        else:
+            settings[name] = _storage_option(name, item, source)
+    return settings
+
+
+def _storage_option(name: str, value: object, source: str) -> str:
+    if "://" in name:
+        raise ConfigError(f"{source}: {name!r} holds no object of options",
+                          hint=f"scope options to a URL with an object, e.g. {_OPTIONS_EXAMPLE}")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise ConfigError(f"{source}: option {name!r} is not a string, number or boolean",
+                      hint=f"give each option a plain value, e.g. {_OPTIONS_EXAMPLE}")

@@ -56,7 +56,7 @@ def maintain(warehouse: Location, tables: Sequence[str] = (), *,
     layout = Warehouse(warehouse)
     names = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
     names = [name for name in names if not tables or name in tables]
-    with table_locks(warehouse, names, timeout=lock_timeout, progress=progress,
+    with table_locks(layout.storage, names, timeout=lock_timeout, progress=progress,
                      lease_seconds=lease_seconds):
         return maintain_tables(layout, names, progress=progress)
 
@@ -146,7 +146,7 @@ def _stamps(layout: Warehouse) -> dict[str, float]:
 
 def _stamp(layout: Warehouse, names: Sequence[str], when: float) -> None:
     """Record when each table was maintained (atomically, under the control lock)."""
-    with control_lock(layout.root):
+    with control_lock(layout.storage):
         stamps = _stamps(layout)
         stamps.update({name: when for name in names})
         layout.storage.write_text(STAMPS_FILE, json.dumps(stamps, indent=1, sort_keys=True))

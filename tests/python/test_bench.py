@@ -273,7 +273,7 @@ def test_bad_options_are_usage_errors(tmp_path, command):
 def test_a_landing_zone_url_is_listed_read_and_run_idle(tmp_path, monkeypatch, s3_server):
     import obstore
 
-    from lakemirror.storage.options import OPTIONS_VARIABLE
+    from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
 
     monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(dict(s3_server.options)))
     prefix = s3_server.fresh_prefix("bench")

@@ -21,6 +21,7 @@ from lakemirror.engine.plain_dbt import embedded_engine
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.lock import table_locks
+from lakemirror.storage.warehouse import warehouse_storage
 
 from conftest import REPO, as_multiset, copy_project, mirrored_rows
 from spark_cluster import free_port
@@ -210,7 +211,7 @@ def test_every_target_is_marked_and_the_connect_ones_are_checked_for_a_server():
 
 def test_a_run_waits_for_a_table_another_run_holds_then_names_it(zone, tmp_path):
     zone.table("T", ["id"])
-    with table_locks(tmp_path / "wh", ["dbo.t"], timeout=0, progress=print):
+    with table_locks(warehouse_storage(tmp_path / "wh"), ["dbo.t"], timeout=0, progress=print):
         result = run_cli("ingest", "--landing-zone", str(zone.root),
                          "--warehouse", str(tmp_path / "wh"), "--lock-timeout", "0.5",
                          "--project-dir", str(copy_project(tmp_path / "project")))

@@ -24,6 +24,7 @@ from lakemirror.run.build import build
 from lakemirror.run.log import RunLog
 from lakemirror.table_scope import Scope, resolve_scope
 from lakemirror.staging.lock import table_locks
+from lakemirror.storage.warehouse import warehouse_storage
 
 from conftest import as_multiset, copy_project, mirrored_rows
 
@@ -231,7 +232,7 @@ def test_locks_on_disjoint_tables_do_not_wait_and_the_same_table_times_out(tmp_p
     release = threading.Event()
 
     def holder() -> None:
-        with table_locks(tmp_path, ["dbo.t"], timeout=0, progress=print):
+        with table_locks(warehouse_storage(tmp_path), ["dbo.t"], timeout=0, progress=print):
             held.set()
             release.wait(10)
 
@@ -239,12 +240,13 @@ def test_locks_on_disjoint_tables_do_not_wait_and_the_same_table_times_out(tmp_p
     thread.start()
     held.wait(10)
     try:
-        with table_locks(tmp_path, ["dbo.u"], timeout=0, progress=print):
+        with table_locks(warehouse_storage(tmp_path), ["dbo.u"], timeout=0, progress=print):
             pass
         lines = []
         started = time.monotonic()
         with pytest.raises(LockTimeoutError, match="dbo.t"):
-            with table_locks(tmp_path, ["dbo.u", "dbo.t"], timeout=0.5, progress=lines.append):
+            with table_locks(warehouse_storage(tmp_path), ["dbo.u", "dbo.t"], timeout=0.5,
+                             progress=lines.append):
                 pass
         assert time.monotonic() - started >= 0.5
         assert lines == ["waiting for dbo.t (another lakemirror run holds it)"]

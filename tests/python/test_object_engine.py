@@ -18,7 +18,7 @@ from lakemirror.storage import parse_location
 from lakemirror.storage.engine_settings import delta_storage_options, engine_environment
 from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER
-from lakemirror.storage.options import OPTIONS_VARIABLE
+from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
 
 from conftest import Zone, as_multiset, mirrored_rows
 from spark_cluster import free_port
@@ -28,7 +28,8 @@ from test_cli import BIN
 def test_the_engine_started_with_the_warehouses_settings_writes_there(object_store_server):
     server = object_store_server
     location = parse_location(server.url(server.fresh_prefix("wh")), server.options)
-    address, _ = embedded_engine(engine_environment(location), env=read_settings())
+    env = read_settings()
+    address, _ = embedded_engine(engine_environment(location, env.storage.variables), env=env)
     spark = SparkSession.builder.remote(address.url).create()
     try:
         spark.sql(f"create table t (id int, v string) using delta location "
@@ -46,21 +47,22 @@ def test_the_engine_started_with_the_warehouses_settings_writes_there(object_sto
 
 def test_two_warehouses_with_other_settings_get_two_engines(s3_server):
     def engine(options):
-        location = parse_location(s3_server.url("wh"), options)
-        return embedded_engine(engine_environment(location), env=read_settings())[1]
+        location, env = parse_location(s3_server.url("wh"), options), read_settings()
+        return embedded_engine(engine_environment(location, env.storage.variables), env=env)[1]
 
     first = engine(s3_server.options)
     assert engine(dict(s3_server.options)) is first
     other = engine({**s3_server.options, "access_key_id": "another-key"})
     assert other is not first and other.pid != first.pid
-    local = engine_environment(parse_location("/tmp/wh"))
+    local = engine_environment(parse_location("/tmp/wh"), {})
     assert embedded_engine(local, env=read_settings())[1] not in (first, other)
 
 
 @pytest.mark.parametrize("kind", ["azurite", "s3"])
 def test_the_settings_are_object_stores_variables(request, kind):
     server = request.getfixturevalue(f"{kind}_server")
-    environment = engine_environment(parse_location(server.url("wh"), server.options))
+    environment = engine_environment(parse_location(server.url("wh"), server.options),
+                                     read_settings().storage.variables)
     if kind == "s3":
         assert environment["AWS_ENDPOINT"] == server.endpoint
         assert environment["AWS_ALLOW_HTTP"] == "true"
@@ -123,8 +125,8 @@ def test_the_configured_port_goes_to_one_engine_and_another_takes_a_free_one(s3_
 
     def engine(key):
         options = {**s3_server.options, "access_key_id": f"{key}-{port}"}
-        location = parse_location(s3_server.url("wh"), options)
-        return embedded_engine(engine_environment(location), env=read_settings())
+        location, env = parse_location(s3_server.url("wh"), options), read_settings()
+        return embedded_engine(engine_environment(location, env.storage.variables), env=env)
 
     first_address, first = engine("first")
     second_address, second = engine("second")

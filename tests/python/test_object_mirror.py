@@ -22,6 +22,7 @@ from lakemirror.delta.access import delta_table
 from lakemirror.delta.rows import query_table, read_table
 from lakemirror.reference import ROW_MARKER
 from lakemirror.run import ingest as ingest_phase
+from lakemirror.environment import read_settings
 from lakemirror.storage import open_store, parse_location
 from lakemirror.storage.engine_settings import delta_storage_options
 from lakemirror.storage.hadoop import connector_missing
@@ -33,9 +34,11 @@ from test_mistakes import FOLDERS, Mirror, statuses
 HOLD_LEASE = """
 import sys, time
 from lakemirror.staging.lock import table_locks
+from lakemirror.environment import read_settings
 from lakemirror.storage import parse_location
-location = parse_location(sys.argv[1])
-with table_locks(location, ["dbo.customers"], timeout=10, progress=print):
+from lakemirror.storage.warehouse import warehouse_storage
+location = parse_location(sys.argv[1], storage=read_settings().storage)
+with table_locks(warehouse_storage(location), ["dbo.customers"], timeout=10, progress=print):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
@@ -46,7 +49,8 @@ def object_mirror(tmp_path, monkeypatch, server):
     come from LAKEMIRROR_STORAGE_OPTIONS, the current directory an empty folder."""
     url = server.url(server.fresh_prefix("warehouse"))
     monkeypatch.setenv("LAKEMIRROR_STORAGE_OPTIONS", json.dumps(dict(server.options)))
-    setup = Mirror(Zone(tmp_path / "LandingZone"), parse_location(url),
+    setup = Mirror(Zone(tmp_path / "LandingZone"),
+                   parse_location(url, storage=read_settings().storage),
                    copy_project(tmp_path / "project"))
     for folder in FOLDERS:
         setup.zone.table(folder, ["id"])

@@ -2,10 +2,12 @@
 stops the command with exit code 2 naming the variable, and lower layers never read it."""
 
 import dataclasses
+import json
 import os
 import re
 from pathlib import Path
 
+import obstore
 import pytest
 from click.testing import CliRunner
 from lakemirror.cli.main import cli
@@ -18,23 +20,15 @@ from lakemirror.environment import (
     MAX_TEXT_BYTES,
     SCHEMA_SUFFIX,
     SETTLE_SECONDS,
+    STORAGE_OPTIONS,
+    STORAGE_OPTIONS_FILE,
     read_settings,
 )
+from lakemirror.storage.warehouse import warehouse_location, warehouse_storage
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "lakemirror"
 READS_ENVIRONMENT = re.compile(r"os\.environ|\bgetenv\(|environ\.get\(")
 SETTINGS_MODULE = Path("environment.py")
-# Files that still read the environment themselves, each with why.
-EXCEPTIONS = {
-    Path("storage/options.py"): "LAKEMIRROR_STORAGE_OPTIONS(_FILE) are read when a location is "
-                                "parsed without options (parse_location, by every caller)",
-    Path("storage/location.py"): "the cloud SDKs' client variables (AWS_*, AZURE_*, GOOGLE_*) "
-                                 "obstore would read itself, passed on with a store's options",
-    Path("storage/hadoop.py"): "AZURE_STORAGE_ACCOUNT_NAME, the account of an abfss URL "
-                               "given without one",
-    Path("storage/engine_settings.py"): "the emulators' endpoints (AZURITE_*) handed on to "
-                                        "an engine process",
-}
 
 
 def environment_readers() -> set[Path]:
@@ -43,12 +37,22 @@ def environment_readers() -> set[Path]:
 
 
 def test_only_the_settings_module_reads_the_environment():
-    assert environment_readers() - {SETTINGS_MODULE} - EXCEPTIONS.keys() == set()
+    assert environment_readers() == {SETTINGS_MODULE}
 
 
-def test_every_exception_still_reads_the_environment():
-    """An exception that no longer reads it must leave the list."""
-    assert EXCEPTIONS.keys() <= environment_readers()
+def test_storage_settings_given_not_in_the_process_environment_reach_the_store(s3_server,
+                                                                               monkeypatch):
+    """LAKEMIRROR_STORAGE_OPTIONS and a cloud SDK's client variable (AWS_ALLOW_HTTP: moto
+    answers over http, which the store refuses without it) reach the warehouse's store from
+    the settings alone."""
+    options = {name: value for name, value in s3_server.options.items() if name != "allow_http"}
+    for variable in (STORAGE_OPTIONS, STORAGE_OPTIONS_FILE, "AWS_ALLOW_HTTP"):
+        monkeypatch.delenv(variable, raising=False)
+    settings = read_settings({STORAGE_OPTIONS: json.dumps(options), "AWS_ALLOW_HTTP": "true"})
+    prefix = s3_server.fresh_prefix("warehouse")
+    root = warehouse_location(s3_server.url(prefix), storage=settings.storage)
+    warehouse_storage(root).write_text("_lakemirror/probe.txt", "reached")
+    assert obstore.get(s3_server.store(prefix), "_lakemirror/probe.txt").bytes() == b"reached"
 
 
 @pytest.mark.parametrize(("variable", "value"), [

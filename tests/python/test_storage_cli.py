@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from lakemirror.cli.main import cli
 from lakemirror.landing import sequence_file_name
 from lakemirror.reference import ROW_MARKER
-from lakemirror.storage.options import OPTIONS_FILE_VARIABLE, OPTIONS_VARIABLE
+from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
+from lakemirror.environment import STORAGE_OPTIONS_FILE as OPTIONS_FILE_VARIABLE
 
 from conftest import copy_project
 

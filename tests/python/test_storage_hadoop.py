@@ -7,6 +7,7 @@ import pytest
 
 from lakemirror.errors import ConfigError
 from lakemirror.storage import parse_location
+from lakemirror.environment import read_settings
 from lakemirror.storage.hadoop import (
     connector_missing,
     hadoop_settings,
@@ -34,11 +35,17 @@ def test_the_url_spark_takes(url, options, expected):
     assert spark_url(parse_location(url, options)) == expected
 
 
-def test_an_azure_url_without_its_account_is_refused_naming_the_form(monkeypatch):
-    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+def test_an_azure_url_without_its_account_is_refused_naming_the_form():
     with pytest.raises(ConfigError, match="names no storage account") as refused:
         spark_url(parse_location("az://lake/mirror", {}))
     assert "abfss://<container>@<account>.dfs.core.windows.net/<path>" in refused.value.hint
+
+
+def test_an_azure_url_without_its_account_takes_the_settings_one():
+    """AZURE_STORAGE_ACCOUNT_NAME as read at the edge, not from this process's environment."""
+    storage = read_settings({"AZURE_STORAGE_ACCOUNT_NAME": "acct"}).storage
+    assert spark_url(parse_location("az://lake/mirror", {}, storage=storage)) == (
+        "abfss://lake@acct.dfs.core.windows.net/mirror")
 
 
 def test_s3_options_become_s3a_settings():

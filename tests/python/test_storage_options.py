@@ -1,7 +1,7 @@
 """Storage credentials and settings: the standard environment variables of object_store reach
 the store, LAKEMIRROR_STORAGE_OPTIONS and its settings file add options (scoped by URL where
-a zone and a warehouse need different ones), and a mistake in them is an error naming the fix
-that never quotes a credential."""
+a zone and a warehouse need different ones), all read once into the settings, and a mistake in
+them is an error naming the fix that never quotes a credential."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import json
 import obstore
 import pytest
 
+from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
+from lakemirror.environment import STORAGE_OPTIONS_FILE as OPTIONS_FILE_VARIABLE
+from lakemirror.environment import read_settings
 from lakemirror.errors import ConfigError
 from lakemirror.storage import configured_options, open_store, parse_location
-from lakemirror.storage.options import OPTIONS_FILE_VARIABLE, OPTIONS_VARIABLE
 
 # What each server's options are as object_store's standard environment variables.
 STANDARD_VARIABLES = {
@@ -43,35 +45,37 @@ def test_the_standard_environment_variables_reach_the_store(object_store_server,
                                                             no_configured_options):
     for option, variable in STANDARD_VARIABLES[object_store_server.kind].items():
         monkeypatch.setenv(variable, object_store_server.options[option])
-    location = parse_location(object_store_server.url(object_store_server.fresh_prefix()))
+    location = parse_location(object_store_server.url(object_store_server.fresh_prefix()),
+                              storage=read_settings().storage)
     assert "account_key" not in location.options and "secret_access_key" not in location.options
     assert round_trip(location) == b'{"keyColumns": []}'
 
 
-def test_options_from_the_variable_and_the_file_reach_the_store(object_store_server, monkeypatch,
-                                                                tmp_path):
+def test_options_from_the_variable_and_the_file_reach_the_store(object_store_server, tmp_path,
+                                                                no_configured_options):
+    """Given in the environment `read_settings` reads, not this process's."""
     options = dict(object_store_server.options)
     secret = "account_key" if "account_key" in options else "secret_access_key"
     settings = tmp_path / "storage.json"
     settings.write_text(json.dumps({secret: options.pop(secret)}))
-    monkeypatch.setenv(OPTIONS_FILE_VARIABLE, str(settings))
-    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(options))
-    assert round_trip(parse_location(object_store_server.url(object_store_server.fresh_prefix())))
+    storage = read_settings({OPTIONS_FILE_VARIABLE: str(settings),
+                             OPTIONS_VARIABLE: json.dumps(options)}).storage
+    url = object_store_server.url(object_store_server.fresh_prefix())
+    assert round_trip(parse_location(url, storage=storage))
 
 
-def test_url_scoped_options_apply_under_their_prefix_the_longest_last(monkeypatch,
-                                                                      no_configured_options):
-    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps({
+def test_url_scoped_options_apply_under_their_prefix_the_longest_last():
+    storage = read_settings({OPTIONS_VARIABLE: json.dumps({
         "region": "eu-west-1", "allow_http": True, "max_retries": 3,
         "s3://zone-bucket": {"aws_profile": "zone", "region": "us-east-2"},
         "s3://zone-bucket/erp": {"aws_profile": "erp"},
-        "abfss://landing@acct.dfs.core.windows.net": {"account_key": "k"}}))
-    assert configured_options("s3://zone-bucket/erp/LandingZone") == {
+        "abfss://landing@acct.dfs.core.windows.net": {"account_key": "k"}})}).storage
+    assert configured_options(storage, "s3://zone-bucket/erp/LandingZone") == {
         "region": "us-east-2", "allow_http": "true", "max_retries": "3", "aws_profile": "erp"}
-    assert configured_options("s3://zone-bucket-2/x")["region"] == "eu-west-1"
-    azure = parse_location("abfss://landing@acct.dfs.core.windows.net/z")
+    assert configured_options(storage, "s3://zone-bucket-2/x")["region"] == "eu-west-1"
+    azure = parse_location("abfss://landing@acct.dfs.core.windows.net/z", storage=storage)
     assert azure.options["account_key"] == "k"
-    assert "account_key" not in parse_location("az://landing/z").options
+    assert "account_key" not in parse_location("az://landing/z", storage=storage).options
 
 
 @pytest.mark.parametrize("value, message, fix", [
@@ -81,18 +85,14 @@ def test_url_scoped_options_apply_under_their_prefix_the_longest_last(monkeypatc
      "plain value"),
     ('{"s3://b": "SENTINEL-secret"}', "'s3://b' holds no object of options", "with an object"),
 ])
-def test_bad_options_name_the_variable_and_the_fix_but_no_value(monkeypatch, value, message, fix,
-                                                                no_configured_options):
-    monkeypatch.setenv(OPTIONS_VARIABLE, value)
+def test_bad_options_name_the_variable_and_the_fix_but_no_value(value, message, fix):
     with pytest.raises(ConfigError) as raised:
-        parse_location("s3://my-bucket/zone")
+        read_settings({OPTIONS_VARIABLE: value})
     assert str(raised.value).startswith(OPTIONS_VARIABLE)
     assert message in raised.value.message and fix in (raised.value.hint or "")
     assert "SENTINEL" not in str(raised.value)
 
 
-def test_a_missing_settings_file_names_it(monkeypatch, tmp_path, no_configured_options):
-    monkeypatch.setenv(OPTIONS_FILE_VARIABLE, str(tmp_path / "absent.json"))
+def test_a_missing_settings_file_names_it(tmp_path):
     with pytest.raises(ConfigError, match="cannot read .*absent.json"):
-        parse_location("gs://my-bucket/zone")
-    assert parse_location(str(tmp_path)) == tmp_path  # a local zone needs no storage options
+        read_settings({OPTIONS_FILE_VARIABLE: str(tmp_path / "absent.json")})

@@ -7,6 +7,7 @@ import ast
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import lakemirror
@@ -31,6 +32,7 @@ ELSEWHERE = {
 FUNCTIONS_ELSEWHERE = {
     "binding.py": {"_refusal"},  # whether the bound landing zone's folder is still there
     "cli/main.py": {"demo"},  # the example dbt project
+    "environment.py": {"_storage_options_file"},  # LAKEMIRROR_STORAGE_OPTIONS_FILE's file
     "run/settings.py": {"check_project"},  # the dbt project
 }
 FILE_METHODS = {"exists", "is_dir", "is_file", "mkdir", "rename", "unlink", "rmdir", "iterdir",
@@ -181,3 +183,23 @@ def test_a_lock_taken_in_one_thread_is_released_from_another(tmp_path):
     again = storage.try_lock("dbo.t")
     assert again is not None
     again.release()
+
+
+def test_a_run_opens_the_warehouses_storage_once(service, zone, monkeypatch):
+    """Every phase of an ingest (binding, locks, integrity checks, registry, records) reaches
+    the warehouse through the run's one storage handle: an object store's client, and its
+    connections, are not rebuilt for each step or table."""
+    opened: list[Path] = []
+    original = LocalWarehouse.__init__
+
+    def counted(self, root):
+        opened.append(root)
+        original(self, root)
+
+    monkeypatch.setattr(LocalWarehouse, "__init__", counted)
+    for name in ("A", "B", "C"):
+        zone.table(name, ["id"])
+        zone.write(name, 1, [{"id": 1}], pa.schema([("id", pa.int64())]))
+    service.ingest_only()
+    service.ingest_only()
+    assert opened == [service.settings.warehouse]

@@ -19,7 +19,7 @@ from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.service import MirrorService, RunSettings
 from lakemirror.status import TableStatus
 from lakemirror.storage import ObjectLocation, parse_location
-from lakemirror.storage.options import OPTIONS_VARIABLE
+from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
 
 KINDS = ["local", "azurite", "s3"]
 # The suite's budget: an end-to-end test (a dbt run per step) runs on disk and one server,

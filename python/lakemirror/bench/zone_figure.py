@@ -73,13 +73,13 @@ def measure_zone(url: str, zone: Path, workdir: Path, expected: Mapping[str, tup
     delete the prefix; `expected` gives each table's (last file, rows) after the run."""
     import obstore
 
+    from lakemirror.environment import read_settings
     from lakemirror.landing import discover_tables
     from lakemirror.landing.zone import open_zone
     from lakemirror.storage import ObjectLocation, open_store, parse_location
-    from lakemirror.storage.options import configured_options
 
     prefix_url = f"{url.rstrip('/')}/bench-{time.strftime('%Y%m%dT%H%M%S')}"
-    location = parse_location(prefix_url, configured_options(prefix_url))
+    location = parse_location(prefix_url, storage=read_settings().storage)
     if not isinstance(location, ObjectLocation):
         raise ConfigError(f"--landing-zone {url} is not an object-store URL",
                           hint="pass an az://, abfss://, https://, s3:// or gs:// URL")

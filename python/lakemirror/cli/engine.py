@@ -31,7 +31,8 @@ def start(port: int | None, warehouse: Location | None) -> None:
     from lakemirror.engine import DEFAULT_PORT, start_background
     from lakemirror.storage.engine_settings import engine_environment
 
-    environment = engine_environment(warehouse) if warehouse is not None else {}
+    environment = (engine_environment(warehouse, cli_settings().storage.variables)
+                   if warehouse is not None else {})
     address = start_background(port or DEFAULT_PORT, home=_home(), environment=environment)
     click.echo(f"engine running at {address.url}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "

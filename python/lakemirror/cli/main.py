@@ -253,13 +253,14 @@ def restore(table: str | None, warehouse: Location, lock_timeout: float) -> None
                              f"{copy.reason} on {copy.dropped_on}" for copy in copies)
                    or "no dropped tables are kept in this warehouse")
         return
-    binding = read_binding(layout.root)
+    binding = read_binding(layout.storage)
     table = table.lower()  # as mirrored tables are named
     env = cli_settings()
-    with table_locks(layout.root, [table], timeout=lock_timeout, lease_seconds=env.lease_seconds,
+    with table_locks(layout.storage, [table], timeout=lock_timeout, lease_seconds=env.lease_seconds,
                      progress=lambda message: click.echo(message, err=True)):
         copy = restore_table(layout, table, None if binding is None else
-                             open_zone(parse_location(binding.zone.resolved)))
+                             open_zone(parse_location(binding.zone.resolved,
+                                                      storage=env.storage)))
     click.echo(f"restored {copy.qualified_name} (incarnation {copy.incarnation}, "
                f"{copy.reason} on {copy.dropped_on}); the next run builds its model again")
 

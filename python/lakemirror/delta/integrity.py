@@ -13,8 +13,7 @@ import re
 from typing import Any
 
 from lakemirror.errors import CorruptTableError
-from lakemirror.storage.location import Location
-from lakemirror.storage.warehouse import warehouse_storage
+from lakemirror.storage.warehouse_door import WarehouseStorage
 
 COMMIT = re.compile(r"[0-9]{20}\.json")
 ACTIONS = frozenset({"commitInfo", "protocol", "metaData", "add", "remove", "txn", "cdc",
@@ -25,10 +24,12 @@ _ADDED_FILES = ("num_added_files", "numTargetFilesAdded", "numAddedFiles")
 _REMOVED_FILES = ("num_removed_files", "numTargetFilesRemoved", "numRemovedFiles")
 
 
-def check_newest_commit(table_path: Location, *, table: str, recovery: str) -> None:
-    """Raise CorruptTableError when the newest commit of the Delta table at `table_path` is
-    damaged; a folder without a Delta log has nothing to check. `recovery` is the fix."""
-    storage, log = warehouse_storage(table_path), "_delta_log"
+def check_newest_commit(storage: WarehouseStorage, table_key: str, *, table: str,
+                        recovery: str) -> None:
+    """Raise CorruptTableError when the newest commit of the Delta table at `table_key` of the
+    warehouse's `storage` is damaged; a folder without a Delta log has nothing to check.
+    `recovery` is the fix."""
+    log = f"{table_key}/_delta_log"
     try:
         names = [name for name in storage.files(log) if COMMIT.fullmatch(name)]
     except OSError as error:

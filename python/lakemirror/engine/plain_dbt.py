@@ -33,7 +33,7 @@ from lakemirror.engine.sail import (
 )
 from lakemirror.engine.spark import SESSION_MARK
 from lakemirror.errors import EngineError, UnreachableServerError
-from lakemirror.environment import CONNECT_TIMEOUT, Settings, read_settings
+from lakemirror.environment import CONNECT_TIMEOUT, Settings, StorageSettings, read_settings
 
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
@@ -80,7 +80,8 @@ def check_engine_storage(address: EngineAddress, env: Settings) -> None:
     from lakemirror.storage.location import redact_url
     from lakemirror.storage.warehouse import warehouse_location
 
-    wanted = storage_fingerprint(engine_environment(warehouse_location(warehouse)))
+    wanted = storage_fingerprint(engine_environment(
+        warehouse_location(warehouse, storage=env.storage), env.storage.variables))
     if wanted and background_storage(env.home) != wanted:
         shown = redact_url(warehouse)
         raise EngineError(f"the background engine at port {address.port} was started without "
@@ -123,18 +124,19 @@ def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
         time.sleep(0.5)
 
 
-def start_spark_session(parameters: Mapping[str, str], warehouse: str) -> None:
+def start_spark_session(parameters: Mapping[str, str], warehouse: str,
+                        storage: StorageSettings) -> None:
     """On the `spark` target (marked by its session's warehouse) with a warehouse in object
     storage (`warehouse`, the one dbt is given): start the session dbt-spark would start,
     with the Hadoop settings that reach the warehouse added (dbt-spark then reuses it); they
-    are made from lakemirror's storage options, which a profile cannot list."""
+    are made from lakemirror's storage options (`storage`), which a profile cannot list."""
     if SESSION_MARK not in parameters or "://" not in warehouse:
         return
     from lakemirror.storage.hadoop import hadoop_settings
     from lakemirror.storage.location import ObjectLocation
     from lakemirror.storage.warehouse import warehouse_location
 
-    location = warehouse_location(warehouse)
+    location = warehouse_location(warehouse, storage=storage)
     if not isinstance(location, ObjectLocation):
         return
     from pyspark.sql import SparkSession
@@ -168,6 +170,6 @@ class EngineCheck(dbtPlugin):
         env = invocation_settings(read_settings(), getattr(flags, "VARS", None) or {})
         check_embedded_engine(parameters, env)
         check_connect_server(parameters, env.connect_timeout)
-        start_spark_session(parameters, env.warehouse)
+        start_spark_session(parameters, env.warehouse, env.storage)
         if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
             connect_session(parameters["spark.remote"], timeout=env.connect_timeout)

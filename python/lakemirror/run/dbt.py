@@ -50,7 +50,8 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
     run_vars = dict(extra_vars or {})
     engine: WatchedEngine
     if settings.engine == "embedded":
-        address, engine = embedded_engine(engine_environment(settings.warehouse),
+        address, engine = embedded_engine(engine_environment(settings.warehouse,
+                                                             settings.env.storage.variables),
                                           env=settings.env)
         run_vars |= engine_vars(address)
         timeout = settings.engine_timeout

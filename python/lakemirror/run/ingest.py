@@ -68,7 +68,8 @@ def _ingest_table(settings: RunSettings, log: RunLog, table: LandingTable,
     try:
         opened.locks.ensure_held([table.qualified_name])
         for path, recovery in _owned_tables(layout, table) if table.problem is None else ():
-            check_newest_commit(path, table=table.qualified_name, recovery=recovery)
+            check_newest_commit(layout.storage, layout.key(path), table=table.qualified_name,
+                                recovery=recovery)
         result = ingest_table(table, layout, retention_days=settings.retention_days,
                               on_file=lambda file: log.progress(f"  stage {file.path.name}"),
                               settle=None if settings.warm
@@ -106,7 +107,8 @@ def _control_damage(layout: Warehouse) -> CorruptTableError | None:
     """A damaged control table stops every table: it holds what each has applied."""
     for path in map(layout.control_path, layout.storage.folders(layout.key(layout.control_root))):
         try:
-            check_newest_commit(path, table=f"_lakemirror_control.{path.name}",
+            check_newest_commit(layout.storage, layout.key(path),
+                                table=f"_lakemirror_control.{path.name}",
                                 recovery=f"restore {path}/_delta_log from a backup")
         except CorruptTableError as error:
             return error
@@ -115,7 +117,7 @@ def _control_damage(layout: Warehouse) -> CorruptTableError | None:
 
 def _record_partner(settings: RunSettings, log: RunLog) -> None:
     try:
-        with control_lock(settings.warehouse, timeout=settings.lock_timeout,
+        with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                           progress=log.progress, lease_seconds=settings.env.lease_seconds):
             record_partner_events(settings.zone, settings.layout)
     except (LandingZoneError, OSError, ValueError) as error:  # informational only

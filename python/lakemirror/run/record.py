@@ -40,7 +40,7 @@ def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult]
 def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, *, applied_now: bool) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it."""
-    with control_lock(settings.warehouse, timeout=settings.lock_timeout,
+    with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                       progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
             layout = settings.layout

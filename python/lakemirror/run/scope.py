@@ -29,7 +29,7 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
     held); record the zone's binding after the run, still holding them."""
     known = [table.qualified_name for table in discover_tables(settings.zone)]
     zone = zone_identity(settings.given_zone)
-    check_binding(zone, settings.zone, settings.warehouse,
+    check_binding(zone, settings.zone, settings.layout,
                   rebind=settings.rebind_landing_zone)
     if hidden := hidden_entries(settings.zone):
         shown = ", ".join(map(repr, hidden[:5])) + (", ..." if len(hidden) > 5 else "")
@@ -37,7 +37,7 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
                  f"starting with '.' are never tables): {shown}")
     known += [qualified_name(schema, table) for schema, table in staged_tables(settings.layout)]
     scope = resolve_scope(selected, known)
-    with table_locks(settings.warehouse, sorted(scope.names), timeout=settings.lock_timeout,
+    with table_locks(settings.layout.storage, sorted(scope.names), timeout=settings.lock_timeout,
                      progress=log.progress, lease_seconds=settings.env.lease_seconds) as locks:
         landing = without_history_clashes(discover_tables(settings.zone),
                                           staged_tables(settings.layout))
@@ -50,7 +50,7 @@ def locked_scope(settings: RunSettings, log: RunLog, selected: Sequence[str]
 def _record_binding(settings: RunSettings, log: RunLog, zone: ZoneIdentity,
                     opened: StagingTables) -> None:
     try:
-        with control_lock(settings.warehouse, timeout=settings.lock_timeout,
+        with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                           progress=log.progress, lease_seconds=settings.env.lease_seconds):
             record_binding(opened, zone)
     except Exception as error:  # the run's own status is still printed

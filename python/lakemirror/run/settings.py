@@ -76,7 +76,7 @@ class RunSettings:
                 check_project(project), options.get("target", "embedded"),
                 profiles_dir(project, env.dbt_profiles_dir))
         return cls(landing_zone=zone,
-                   warehouse=warehouse_location(warehouse),
+                   warehouse=warehouse_location(warehouse, storage=env.storage),
                    project_dir=project, given_zone=landing_zone, **options)
 
     @cached_property
@@ -84,9 +84,9 @@ class RunSettings:
         """The only door to the landing zone (a local folder's or an object store's)."""
         return open_zone(self.landing_zone)
 
-    @property
+    @cached_property
     def layout(self) -> Warehouse:
-        """Where the warehouse keeps each of its tables."""
+        """Where the warehouse keeps each of its tables, and its storage, opened once."""
         return Warehouse(self.warehouse)
 
 

@@ -29,7 +29,7 @@ def create_mirror_batches(warehouse: Warehouse) -> None:
     location = warehouse.control_path(MIRROR_BATCHES)
     if is_delta_table(location):
         return
-    with control_lock(warehouse.root):
+    with control_lock(warehouse.storage):
         if not is_delta_table(location):
             DeltaTable.create(str(location), MIRROR_BATCHES_SCHEMA,
                               storage_options=storage_options(location))

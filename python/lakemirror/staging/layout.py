@@ -8,10 +8,11 @@ can never collide.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lakemirror.naming import staging_table_name as staging_table_name
-from lakemirror.storage.location import Location, ObjectLocation
+from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_storage
 from lakemirror.storage.warehouse_door import WarehouseStorage
 
@@ -27,9 +28,10 @@ class Warehouse:
 
     root: Location
 
-    @property
+    @cached_property
     def storage(self) -> WarehouseStorage:
-        """How to touch the warehouse's files (see `storage.warehouse`)."""
+        """How to touch the warehouse's files (see `storage.warehouse`), opened once: an
+        object store's client keeps its connections for every later request."""
         return warehouse_storage(self.root)
 
     def key(self, path: Location) -> str:
@@ -39,13 +41,12 @@ class Warehouse:
 
     def location_of(self, text: str) -> Location | None:
         """The location a registered table's location string names: a local path, or a URL
-        below this warehouse (with its settings); None for another URL."""
+        below this warehouse (with its settings); None for another URL (a folder's root,
+        a plain path, is the start of none)."""
         if "://" not in text:
             return Path(text)
         root = str(self.root)
-        if isinstance(self.root, ObjectLocation) and text.startswith(root + "/"):
-            return self.root / text[len(root) + 1:]
-        return None
+        return self.root / text[len(root) + 1:] if text.startswith(root + "/") else None
 
     def mirrored_path(self, schema: str, table: str) -> Location:
         return self.root / schema / table

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 from lakemirror.errors import LockLostError, LockTimeoutError
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
-from lakemirror.storage.location import Location
-from lakemirror.storage.warehouse import warehouse_storage
 from lakemirror.storage.warehouse_door import HeldLock, WarehouseStorage
 
 DEFAULT_LOCK_TIMEOUT = 600.0
@@ -44,32 +42,32 @@ class HeldLocks:
 
 
 @contextmanager
-def table_locks(warehouse: Location, names: Sequence[str], *, timeout: float,
+def table_locks(storage: WarehouseStorage, names: Sequence[str], *, timeout: float,
                 progress: Callable[[str], None],
                 lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[HeldLocks]:
-    """Hold the locks of the named tables ('schema.table'), taken in sorted order so that two
-    runs never wait for each other; waits at most `timeout` seconds in all. A lease lasts
-    `lease_seconds` unrenewed (LAKEMIRROR_LEASE_SECONDS)."""
+    """Hold the locks of the named tables ('schema.table') in the warehouse of `storage`,
+    taken in sorted order so that two runs never wait for each other; waits at most `timeout`
+    seconds in all. A lease lasts `lease_seconds` unrenewed (LAKEMIRROR_LEASE_SECONDS)."""
     deadline = time.monotonic() + timeout
     with ExitStack() as stack:
-        yield HeldLocks({name: stack.enter_context(_lock(warehouse, name, deadline, progress,
+        yield HeldLocks({name: stack.enter_context(_lock(storage, name, deadline, progress,
                                                          lease_seconds))
                          for name in sorted(set(names))})
 
 
 @contextmanager
-def control_lock(warehouse: Location, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
+def control_lock(storage: WarehouseStorage, *, timeout: float = DEFAULT_LOCK_TIMEOUT,
                  progress: Callable[[str], None] = lambda message: None,
                  lease_seconds: float = DEFAULT_LEASE_SECONDS) -> Iterator[None]:
     """Hold the lock of the control tables lakemirror rewrites (registry, monitoring)."""
-    with _lock(warehouse, CONTROL_LOCK, time.monotonic() + timeout, progress, lease_seconds):
+    with _lock(storage, CONTROL_LOCK, time.monotonic() + timeout, progress, lease_seconds):
         yield
 
 
 @contextmanager
-def _lock(warehouse: Location, name: str, deadline: float, progress: Callable[[str], None],
-          lease_seconds: float) -> Iterator[HeldLock]:
-    held = _acquire(warehouse_storage(warehouse), name, deadline, progress, lease_seconds)
+def _lock(storage: WarehouseStorage, name: str, deadline: float,
+          progress: Callable[[str], None], lease_seconds: float) -> Iterator[HeldLock]:
+    held = _acquire(storage, name, deadline, progress, lease_seconds)
     try:
         yield held
     finally:

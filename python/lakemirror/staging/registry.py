@@ -14,7 +14,6 @@ from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.rows import read_control_table
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lock import control_lock
-from lakemirror.storage.warehouse import warehouse_storage
 
 REGISTRY_SCHEMA = pa.schema([
     pa.field("schema_name", pa.string()),
@@ -32,7 +31,7 @@ def register_relations(warehouse: Warehouse, relations: list[tuple[str, str, str
     appends meanwhile survive the rewrite, which replaces only the files of the version it
     read."""
     path = warehouse.relations_path
-    with control_lock(warehouse.root):
+    with control_lock(warehouse.storage):
         if not is_delta_table(path):
             write_delta(path, _rows(relations), mode="append")
             return []
@@ -78,7 +77,7 @@ def _gone(warehouse: Warehouse, location: str | None, format: str | None) -> boo
         return False
     if format in (None, "delta"):
         return not is_delta_table(where)
-    return not warehouse_storage(where).is_folder("")
+    return not warehouse.storage.is_folder(warehouse.key(where))
 
 
 def _rows(relations: list[tuple[str, str, str]]) -> pa.Table:

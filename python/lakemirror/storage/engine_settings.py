@@ -11,7 +11,7 @@ within 3 minutes, backing off from 0.1 s to 15 s).
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from datetime import timedelta
 
 from lakemirror.storage.location import RETRY_OPTIONS, Location, ObjectLocation, open_store
@@ -38,14 +38,16 @@ def delta_storage_options(location: ObjectLocation) -> dict[str, str]:
     return {name: str(value) for name, value in settings.items() if name not in _FROM_URL}
 
 
-def engine_environment(location: Location) -> dict[str, str]:
+def engine_environment(location: Location,
+                       storage_variables: Mapping[str, str]) -> dict[str, str]:
     """The environment variables that give an engine process this location's settings: the
-    store's options under object_store's variable names, and the emulator endpoints; none
-    for a local folder."""
+    store's options under object_store's variable names, and the emulator endpoints among
+    `storage_variables` (the environment's, as read at the edge); none for a local folder."""
     if not isinstance(location, ObjectLocation):
         return {}
     prefix = _PREFIXES[location.kind]
-    variables = {name: os.environ[name] for name in _EMULATOR_VARIABLES if name in os.environ}
+    variables = {name: storage_variables[name] for name in _EMULATOR_VARIABLES
+                 if name in storage_variables}
     for name, value in delta_storage_options(location).items():
         if name in RETRY_OPTIONS:
             continue  # object_store reads no retry settings from the environment

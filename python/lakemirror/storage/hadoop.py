@@ -8,7 +8,6 @@ read from its errors (`server_storage_problem`)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -128,8 +127,7 @@ def _gcs_settings(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _azure_host(location: ObjectLocation) -> str:
-    account = (_plain_names(location.options).get("account_name")
-               or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME"))
+    account = _plain_names(location.options).get("account_name")
     if account == "onelake":
         return "onelake.dfs.fabric.microsoft.com"
     if not account:
@@ -141,8 +139,8 @@ def _azure_host(location: ObjectLocation) -> str:
 
 
 def _options(location: ObjectLocation) -> dict[str, str]:
-    """The location's storage options, those from the environment's standard variables
-    included, under object_store's short names."""
+    """The location's storage options as delta-rs takes them, under object_store's short
+    names."""
     from lakemirror.storage.engine_settings import delta_storage_options
 
     return _plain_names(delta_storage_options(location))

@@ -13,7 +13,6 @@ OneLake workspace's name and lets `..` through.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
+from lakemirror.environment import StorageSettings
 from lakemirror.errors import ConfigError
 from lakemirror.storage.options import configured_options
 from lakemirror.storage.secrets import REDACTED, redact, remember, remember_secrets
@@ -105,9 +105,12 @@ class ObjectLocation:
 Location = Path | ObjectLocation
 
 
-def parse_location(text: str, options: Mapping[str, str] | None = None) -> Location:
+def parse_location(text: str, options: Mapping[str, str] | None = None, *,
+                   storage: StorageSettings | None = None) -> Location:
     """A local path (made absolute) or a checked object-store location. `options` are its
-    storage options; by default the configured ones (LAKEMIRROR_STORAGE_OPTIONS[_FILE])."""
+    storage options; by default those `storage` configures (LAKEMIRROR_STORAGE_OPTIONS[_FILE]),
+    which also gives the cloud SDKs' client variables (AWS_ALLOW_HTTP, AZURE_TIMEOUT, ...) and
+    Azure's account (AZURE_STORAGE_ACCOUNT_NAME), taken into the options beneath them."""
     if not _URL.match(text):
         return Path(text).absolute()
     parts = urlsplit(text)
@@ -133,11 +136,30 @@ def parse_location(text: str, options: Mapping[str, str] | None = None) -> Locat
         raise ConfigError(f"unknown storage URL scheme {parts.scheme!r} in {shown}",
                           hint=f"give {FORMS}")
     location = ObjectLocation(kind, _store_url(kind, bucket, account), bucket, _prefix(path, shown))
+    storage = storage or StorageSettings()
     given = dict(options) if options is not None else configured_options(
-        SplitResult(parts.scheme, parts.netloc, parts.path, "", "").geturl(), location.url)
-    merged = {**_url_options(kind, account, parts, shown), **given}
+        storage, SplitResult(parts.scheme, parts.netloc, parts.path, "", "").geturl(),
+        location.url)
+    merged = {**_variable_options(kind, storage.variables, given),
+              **_url_options(kind, account, parts, shown), **given}
     remember_secrets(merged)
     return replace(location, options=MappingProxyType(merged))
+
+
+def _variable_options(kind: Kind, variables: Mapping[str, str],
+                      given: Mapping[str, str]) -> dict[str, str]:
+    """The client options set as the cloud SDK's variables (AWS_ALLOW_HTTP, AZURE_TIMEOUT, ...):
+    obstore would read them, but any client options given replace them, so they are passed on;
+    and Azure's account (AZURE_STORAGE_ACCOUNT_NAME), which Spark's connector needs in its URL,
+    unless an option gives one."""
+    prefix = {"azure": "AZURE_", "s3": "AWS_", "gcs": "GOOGLE_"}[kind]
+    options = {name.lower(): value for name, value in variables.items()
+               if name.startswith(prefix) and name[len(prefix):].lower() in CLIENT_OPTIONS}
+    account = variables.get("AZURE_STORAGE_ACCOUNT_NAME")
+    if kind == "azure" and account and not any(name.lower().endswith("account_name")
+                                                for name in given):
+        options["account_name"] = account
+    return options
 
 
 def redact_url(text: str) -> str:
@@ -270,12 +292,12 @@ def _store_url(kind: Kind, bucket: str, account: str | None) -> str:
 
 def open_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
     """An obstore store rooted at the location's prefix (keys are relative to it, and nothing
-    outside it can be addressed), configured by its options, the environment's standard
-    variables (AZURE_*, AWS_*, GOOGLE_*) and lakemirror's timeouts and retries."""
+    outside it can be addressed), configured by its options (obstore reads the cloud SDK's
+    variables, AZURE_*, AWS_*, GOOGLE_*, itself) and lakemirror's timeouts and retries."""
     from obstore.exceptions import BaseError
     from obstore.store import AzureStore, GCSStore, S3Store
 
-    config, client, retry = split_options({**_client_variables(location.kind), **location.options})
+    config, client, retry = split_options(location.options)
     store_class: Any = {"azure": AzureStore, "s3": S3Store, "gcs": GCSStore}[location.kind]
     try:
         store: AzureStore | S3Store | GCSStore = store_class(
@@ -286,14 +308,6 @@ def open_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
         raise ConfigError(f"cannot open {location.url}: {redact(str(error).splitlines()[0])}",
                           hint="check the storage options' names and values "
                                f"({DOCS})") from None
-
-
-def _client_variables(kind: Kind) -> dict[str, str]:
-    """Client options set as environment variables (AWS_ALLOW_HTTP, AZURE_TIMEOUT, ...): obstore
-    would read them, but any client options given replace them, so they are passed on here."""
-    prefix = {"azure": "AZURE_", "s3": "AWS_", "gcs": "GOOGLE_"}[kind]
-    return {name.lower(): value for name, value in os.environ.items()
-            if name.startswith(prefix) and name[len(prefix):].lower() in CLIENT_OPTIONS}
 
 
 def split_options(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str],

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemirror.errors import ConfigError
-from lakemirror.environment import DEFAULT_LEASE_SECONDS
+from lakemirror.environment import DEFAULT_LEASE_SECONDS, StorageSettings
 from lakemirror.storage.location import ObjectLocation, parse_location, redact_url
 from lakemirror.storage.warehouse_door import (
     LOCKS,
@@ -38,17 +38,18 @@ FIX = ("pass a local folder or an object store's URL as --warehouse (LAKEMIRROR_
        "<account>.dfs.core.windows.net/<prefix> or gs://<bucket>/<prefix>")
 
 
-def warehouse_location(given: str | Path | ObjectLocation) -> Path | ObjectLocation:
+def warehouse_location(given: str | Path | ObjectLocation, *,
+                       storage: StorageSettings | None = None) -> Path | ObjectLocation:
     """The warehouse `given` names: a folder (a path or a file:// URL, made absolute with its
     links resolved) or a place in object storage (an `s3://`, `az://`, `abfss://`, `gs://` or
-    OneLake URL, with its configured storage options). A URL of no store lakemirror knows is a
-    ConfigError, and so is a Path one was folded into (`Path("s3://b/w")` is `s3:/b/w`): taken
-    for a relative path it would become a local folder named `s3:`."""
+    OneLake URL, with the storage options `storage` configures). A URL of no store lakemirror
+    knows is a ConfigError, and so is a Path one was folded into (`Path("s3://b/w")` is
+    `s3:/b/w`): taken for a relative path it would become a local folder named `s3:`."""
     if isinstance(given, ObjectLocation):
         return given
     text = str(given)
     try:
-        location = parse_location(text)
+        location = parse_location(text, storage=storage)
     except ConfigError as error:
         raise ConfigError(f"the warehouse: {error.message}; nothing was written",
                           hint=error.hint or FIX) from None
