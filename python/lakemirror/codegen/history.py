@@ -19,6 +19,7 @@ from lakemirror.codegen.generated import (
     folder_lock,
     is_edited,
     model_paths,
+    model_sql,
     write_generated,
 )
 from lakemirror.codegen.models import MirrorModel, data_tests
@@ -30,6 +31,10 @@ from lakemirror.naming import qualified_name, staging_table_name
 
 HISTORY_VARIABLE = "lakemirror_history"
 HISTORY_SUFFIX = "__history"  # of the history model's name and of its table's
+_HISTORY_COMMENT = """\
+-- Every version of each key of the landing-zone table this file is named after (SCD type 2):
+-- one row per insert, update or upsert that took effect, valid from its change position to the
+-- position of the key's next update, upsert or delete (docs/pages/history.md)."""
 
 
 def history_relation(schema: str, table: str) -> str:
@@ -39,28 +44,12 @@ def history_relation(schema: str, table: str) -> str:
 
 def history_sql(model: MirrorModel) -> str:
     """The history model's SQL: the mirror strategy with `mirror_history=true`, reading the
-    mirror model's staging source. Names are jinja string literals (see `jinja_string`)."""
-    keys = ", ".join(map(jinja_string, model.key_columns))
-    conditional = ""
-    if model.conditional_column is not None:
-        conditional = (f"\n        conditional_update_column="
-                       f"{jinja_string(model.conditional_column)},")
-    return f"""{{{{
-    config(
-        materialized='incremental',
-        incremental_strategy='mirror',
-        mirror_history=true,
-        unique_key=[{keys}],{conditional}
-        schema={jinja_string(model.schema)},
-        alias={jinja_string(model.table + HISTORY_SUFFIX)}
-    )
-}}}}
-
--- Every version of each key of the landing-zone table this file is named after (SCD type 2):
--- one row per insert, update or upsert that took effect, valid from its change position to the
--- position of the key's next update, upsert or delete (docs/pages/history.md).
-{{{{ lakemirror.staged_history(source('lakemirror_staging', {jinja_string(model.name)})) }}}}
-"""
+    mirror model's staging source (see `model_sql`)."""
+    return model_sql(
+        keys=model.key_columns, conditional_column=model.conditional_column,
+        schema=model.schema, alias=model.table + HISTORY_SUFFIX, source=model.name,
+        macro="staged_history", options="\n        mirror_history=true,",
+        comment=_HISTORY_COMMENT)
 
 
 def history_yml(schema: str, table: str, warehouses: Collection[str] | None = None) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from lakemirror.codegen.generated import (
-    Outcome, folder_lock, is_edited, model_paths, write_generated,
+    Outcome, folder_lock, is_edited, model_paths, model_sql, write_generated,
 )
 from lakemirror.codegen.quoting import dbt_yaml_text, jinja_string, yaml_string
 from lakemirror.codegen.warehouses import (
@@ -41,6 +41,12 @@ class ModelConflictError(LakemirrorError):
     error_class: Literal["user", "system"] = "user"
 
 
+_MIRROR_COMMENT = """\
+-- Current state of the landing-zone table this file is named after. The staged changes not
+-- yet applied are read here; the `mirror` strategy collapses them per key in change order and
+-- MERGEs them, so re-running is always safe."""
+
+
 @dataclass(frozen=True)
 class MirrorModel:
     """The generated model of one mirrored table."""
@@ -55,28 +61,12 @@ class MirrorModel:
         return staging_table_name(self.schema, self.table)
 
     def sql(self) -> str:
-        """The model's SQL. Every name is a jinja string literal (see `jinja_string`), so no
-        name from the landing zone is ever read as jinja or SQL."""
-        keys = ", ".join(map(jinja_string, self.key_columns))
-        conditional = ""
-        if self.conditional_column is not None:
-            column = jinja_string(self.conditional_column)
-            conditional = f"\n        conditional_update_column={column},"
-        return f"""{{{{
-    config(
-        materialized='incremental',
-        incremental_strategy='mirror',
-        unique_key=[{keys}],{conditional}
-        schema={jinja_string(self.schema)},
-        alias={jinja_string(self.table)}
-    )
-}}}}
-
--- Current state of the landing-zone table this file is named after. The staged changes not
--- yet applied are read here; the `mirror` strategy collapses them per key in change order and
--- MERGEs them, so re-running is always safe.
-{{{{ lakemirror.staged_changes(source('lakemirror_staging', {jinja_string(self.name)})) }}}}
-"""
+        """The model's SQL (see `model_sql`: no name from the landing zone is ever read as
+        jinja or SQL)."""
+        return model_sql(
+            keys=self.key_columns, conditional_column=self.conditional_column,
+            schema=self.schema, alias=self.table, source=self.name, macro="staged_changes",
+            comment=_MIRROR_COMMENT)
 
     def yml(self, warehouses: Collection[str] | None = None) -> str:
         """The model's yml. dbt renders yml values as jinja, so each value holding a name is an
