@@ -15,7 +15,7 @@ from lakemirror.engine.identity import Engine
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
-from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.parsed_projects import parse_project, parsed_manifest
 from lakemirror.environment import environment_set, process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
@@ -37,8 +37,9 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     return per-node results; raises only if dbt could not start.
     `warm` (long-lived processes such as `run --watch`) keeps the project's parsed manifest,
     reused while no project file changes, and the engine session between invocations.
-    `run_vars` are vars only the nodes' execution reads (never a parse): beside the kept
-    manifest of a warm caller they change from one invocation to the next at no parse."""
+    `run_vars` are vars only the nodes' execution reads (never a parse): the invocation runs
+    on a manifest parsed without them (kept by a warm caller, else dbt's partial parse), so
+    they change from one invocation to the next at no full parse."""
     from dbt.cli.main import dbtRunner
 
     project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
@@ -52,7 +53,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
                                         project_dir, (*project, *parse_vars,
                                                       *sorted(f"{k}={v}" for k, v in env.items())))
-                        if warm else None)
+                        if warm else parse_project([*project, *parse_vars, "--log-level", "none",
+                                                    "--no-write-json"]))
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
                                 ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
