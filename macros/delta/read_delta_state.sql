@@ -23,7 +23,7 @@
                'features': lakemirror._protocol_features(protocol)}) }}
 {% endmacro %}
 
-{#-- The state read_delta_state would return, as a warm lakemirror run passes it in the var
+{#-- The state read_delta_state would return, as a lakemirror run passes it in the var
      lakemirror_delta_states for tables it read after its last build and that have had no
      commit since (python/lakemirror/delta/known_states.py); none for any other table, and
      under plain dbt. Valid only before this invocation writes the table. --#}

@@ -1,9 +1,9 @@
 {#-- Attach the warehouse's registered relations to this engine session: tables with their own
      format at their location, then views from their SQL. The embedded engine keeps its catalog
      in memory per session, so each dbt invocation finds its relations again here (dbt lists a
-     schema's relations first thing: spark__list_relations_without_caching); on engines with a
-     persistent metastore this is a cheap no-op, and it is how tables written by lakemirror
-     ingest (staging) become known to them. --#}
+     schema's relations first thing: spark__list_relations_without_caching, whose first listing
+     of an invocation attaches); on engines with a persistent metastore this is a cheap no-op,
+     and it is how tables written by lakemirror ingest (staging) become known to them. --#}
 {% macro attach_relations(schema_name=none) %}
     {{ return(adapter.dispatch('attach_relations', 'lakemirror')(schema_name)) }}
 {% endmacro %}
@@ -46,15 +46,14 @@
     {{ return('') }}
 {% endmacro %}
 
-{#-- Create the registered views, each after the registered views its SQL names (a view on a
-     view), in as many passes as the longest such chain. A view whose model reads a relation
-     the registry lacks (its data was deleted, so lakemirror forgot it) is skipped with a
-     warning, and so are the views on it: the engine would refuse it, and dbt-spark would take
-     that refusal for an empty schema and rebuild every incremental model in it from scratch.
-     Building the view's model creates it again. --#}
+{#-- Create the registered views, each after the registered views its model reads in dbt's
+     graph (a view on a view). A view whose model reads a relation the registry lacks (its data
+     was deleted, so lakemirror forgot it) is skipped with a warning, and so are the views on
+     it: the engine would refuse it, and dbt-spark would take that refusal for an empty schema
+     and rebuild every incremental model in it from scratch. Building the view's model creates
+     it again. --#}
 {% macro _attach_views(views, known) %}
     {%- set inputs = lakemirror._view_inputs() if views else {} -%}
-    {%- set created = [] -%}
     {%- for pass in range(views | length) -%}
         {%- for view in views if lakemirror._catalog_name(view) in known -%}
             {%- set name = lakemirror._catalog_name(view) -%}
@@ -68,23 +67,40 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endfor -%}
+    {%- set attachable = [] -%}
+    {%- for view in views if lakemirror._catalog_name(view) in known -%}
+        {%- do attachable.append(view) -%}
+    {%- endfor -%}
+    {%- for view in lakemirror._views_in_dependency_order(attachable, inputs) -%}
+        {%- do run_query('create view if not exists '
+            ~ lakemirror._registered_name(view) ~ ' as ' ~ view[4]) -%}
+    {%- endfor -%}
+{% endmacro %}
+
+{#-- Registry rows of `views` in an order where each comes after the views it reads (`inputs`:
+     'schema.name' -> what its model reads, from _view_inputs). A view dbt's graph does not know
+     (its model was deleted or renamed since) comes after all the views the graph knows, in
+     registry order. --#}
+{% macro _views_in_dependency_order(views, inputs) %}
+    {%- set names = [] -%}
+    {%- for view in views -%}
+        {%- do names.append(lakemirror._catalog_name(view)) -%}
+    {%- endfor -%}
+    {%- set modelled = names | select('in', inputs) | list -%}
+    {%- set ordered = [] -%}
+    {%- set placed = [] -%}
     {%- for pass in range(views | length) -%}
-        {%- for view in views if lakemirror._catalog_name(view) not in created
-            and lakemirror._catalog_name(view) in known -%}
-            {%- set definition = view[4] | lower | replace('`', '') -%}
-            {%- set waits_for = [] -%}
-            {%- for other in views if lakemirror._catalog_name(other) not in created
-                and lakemirror._catalog_name(other) in known
-                and other != view and lakemirror._catalog_name(other) in definition -%}
-                {%- do waits_for.append(other) -%}
-            {%- endfor -%}
-            {%- if not waits_for or pass == views | length - 1 -%}
-                {%- do run_query('create view if not exists '
-                    ~ lakemirror._registered_name(view) ~ ' as ' ~ view[4]) -%}
-                {%- do created.append(lakemirror._catalog_name(view)) -%}
+        {%- for view in views if lakemirror._catalog_name(view) not in placed -%}
+            {%- set name = lakemirror._catalog_name(view) -%}
+            {%- set reads = inputs[name] if name in inputs else modelled -%}
+            {%- if not (reads | select('in', names) | reject('in', placed) | list)
+                or pass == (views | length) - 1 -%}
+                {%- do ordered.append(view) -%}
+                {%- do placed.append(name) -%}
             {%- endif -%}
         {%- endfor -%}
     {%- endfor -%}
+    {{ return(ordered) }}
 {% endmacro %}
 
 {#-- 'schema.name' of each view model -> 'schema.name' of the models, seeds and snapshots it

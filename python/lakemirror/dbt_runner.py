@@ -16,7 +16,7 @@ from lakemirror.engine.identity import Engine
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
 from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
 from lakemirror.node_result import NodeResult
-from lakemirror.parsed_projects import parsed_manifest
+from lakemirror.parsed_projects import parse_project, parsed_manifest
 from lakemirror.environment import process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
@@ -59,8 +59,9 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
         try:
             manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
                                         project_dir, (*project, *parse_vars))
-                        if warm else _parsed([*project, *parse_vars, *_plain_log_into_files(),
-                                              "--log-level", _parse_log_level(extra_args)]))
+                        if warm else parse_project([*project, *parse_vars, "--no-write-json",
+                                                    *_plain_log_into_files(), "--log-level",
+                                                    _parse_log_level(extra_args)]))
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
                                 ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
@@ -84,15 +85,6 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                        result.message or _operation_error(result, operation_errors),
                        _depends_on(result), _completed_at(result))
             for result in outcome.result.results]
-
-
-def _parsed(args: list[str]) -> Any | None:
-    """The manifest of `dbt parse <args>` (partial, from the last parse with the same vars);
-    None when dbt cannot parse the project: the command's own invocation then says why."""
-    from dbt.cli.main import dbtRunner
-
-    outcome = dbtRunner().invoke(["parse", *args])
-    return outcome.result if outcome.success else None
 
 
 def _parse_log_level(command_args: tuple[str, ...]) -> str:

@@ -17,20 +17,27 @@ _parsed: dict[tuple[str, ...], tuple[Fingerprint, Any]] = {}
 
 def parsed_manifest(args: list[str], project_dir: Path, key: tuple[str, ...]) -> Any | None:
     """The manifest of `dbt parse <args>`, parsed again only when a project file changed since
-    the last call with the same `key` (project, target, vars). None when dbt cannot parse the
-    project: the caller's own invocation then reports why."""
-    from dbt.cli.main import dbtRunner
-
+    the last call with the same `key` (project, target, vars). None when dbt
+    cannot parse the project: the caller's own invocation then reports why."""
     fingerprint = project_fingerprint(project_dir)
     cached = _parsed.get(key)
     if cached and cached[0] == fingerprint:
         return cached[1]
-    outcome = dbtRunner().invoke(["parse", *args])
-    if not outcome.success or outcome.result is None:
+    manifest = parse_project(args)
+    if manifest is None:
         _parsed.pop(key, None)
         return None
-    _parsed[key] = (fingerprint, outcome.result)
-    return outcome.result
+    _parsed[key] = (fingerprint, manifest)
+    return manifest
+
+
+def parse_project(args: list[str]) -> Any | None:
+    """The manifest of `dbt parse <args>` (a partial parse when dbt's target/ allows it),
+    not kept; None when dbt cannot parse the project."""
+    from dbt.cli.main import dbtRunner
+
+    outcome = dbtRunner().invoke(["parse", *args])
+    return outcome.result if outcome.success and outcome.result is not None else None
 
 
 def project_fingerprint(project_dir: Path) -> Fingerprint:

@@ -81,10 +81,8 @@ class MirrorService:
             return dropped + statuses
 
     def _known_states_vars(self) -> dict[str, object]:
-        """The Delta states this service read, for a warm build (beside its kept parse); a
-        cold build's parse would take changed vars for a changed project and parse again."""
-        if not self.settings.warm:
-            return {}
+        """The Delta states this service read, for its next build (warm or cold: dbt runs it
+        on a manifest parsed without them, so they cost no parse)."""
         return {STATES_VAR: self.known_states.current(self.settings.warehouse)}
 
     def _log(self) -> RunLog:

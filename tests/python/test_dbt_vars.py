@@ -13,6 +13,7 @@ from lakemirror.dbt_vars import (
     WAREHOUSE_NAME_VAR,
     WAREHOUSE_VAR,
 )
+from lakemirror.delta.known_states import STATES_VAR
 from lakemirror.engine.plain_dbt import invocation_settings
 from lakemirror.engine.sail import EngineAddress, answers
 from lakemirror.environment import read_settings
@@ -57,7 +58,8 @@ def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_p
     # the engine's address, which changes between processes, never makes dbt parse again
     assert parse == run
     port = build.pop(ENGINE_PORT_VAR)
-    assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1"}
+    # and the Delta states the service read, a run-only var too (none: the table is new)
+    assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1", STATES_VAR: {}}
     # LAKEMIRROR_ENGINE_PORT's port when set (read into the settings), else the free one the
     # run's engine took: the engine dbt ran on answers there
     assert port == (service.settings.env.engine_port or port) and port > 0

@@ -75,9 +75,10 @@ def settings_statements(monkeypatch):
 
 
 def test_settings_apply_at_create_then_only_when_they_change(tmp_path, monkeypatch):
-    """In a warm process (`run --watch`), which hands its builds the states it read."""
+    """Cold runs (a fresh engine session and dbt invocation each), whose service hands each
+    build the states it read; dbt without them (plain dbt) reads the table's state."""
     zone, service = mirror_setup(tmp_path)
-    service.settings = replace(service.settings, warm=True)
+    assert not service.settings.warm
     statements = settings_statements(monkeypatch)
     configure(service, [
         "+isolation_level: Serializable",
@@ -141,6 +142,13 @@ def test_settings_apply_at_create_then_only_when_they_change(tmp_path, monkeypat
     log = log_of(service, "t")
     assert log["configuration"]["delta.logRetentionDuration"] == "interval 90 days"
     assert log["operations"][-3:] == ["SET TBLPROPERTIES", "SET TBLPROPERTIES", "MERGE"]
+
+    # dbt without the run's states (plain dbt) reads the table's state, and sets nothing.
+    publish(zone, "T", 5, [6])
+    service.ingest_only()
+    assert not [node for node in service.dbt(service.settings, "build") if node.failed]
+    reads, alters = statements()
+    assert len(reads) == 1 and alters == []
 
     # Staging and control tables stay on the lowest protocol.
     lowest = [path.parent for path in

@@ -1,4 +1,4 @@
-"""The Delta states a service hands to its next warm build (lakemirror.delta.known_states):
+"""The Delta states a service hands to its next build (lakemirror.delta.known_states):
 only for a table still at the version read, never for one recreated meanwhile, never another
 service's, and through dbt's vars."""
 

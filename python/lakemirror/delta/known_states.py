@@ -1,8 +1,7 @@
 """Delta tables' properties and protocol as a service last read them (after a build, with the
-row count), handed to its next warm dbt invocation while no commit came since: the settings
-hook (macros/delta/apply_delta_settings.sql) then compares the model's config with them
-instead of reading the table's state again, a statement before every MERGE of a warm loop
-(`lakemirror run --watch`). The hook still computes the config's settings every time, so a
+row count), handed to its next dbt build (warm or cold) while no commit came since: the
+settings hook (macros/delta/apply_delta_settings.sql) then compares the model's config with
+them instead of reading the table's _delta_log again, a statement before every MERGE. The hook still computes the config's settings every time, so a
 changed config is applied; any commit after the one read (another writer's ALTER, a
 maintenance job, a recreated table) makes the hook read the table as before."""
 
