@@ -62,7 +62,8 @@ class MirrorService:
             if idle:
                 log.progress("nothing new: no dbt build")
                 statuses = as_last_recorded(statuses, previous)
-            record.record_run(settings, log, ingested, statuses, scope, applied_now=bool(nodes))
+            record.record_run(settings, log, ingested, statuses, scope, self.known_states,
+                              applied_now=bool(nodes))
             maintain(settings, log, [f"{s.schema}.{s.table}" for s in statuses if s.status !=
                                      "failed" and opened.is_staged(s.schema, s.table)])
             return with_recorded_folders(dropped, previous) + statuses
@@ -77,13 +78,17 @@ class MirrorService:
             ingested = models.generate_models(settings, log, ingested, opened)
             statuses = record.statuses(settings, ingested, [], self.known_states)
             dropped = with_recorded_folders(dropped, read_monitor(settings.layout))
-            record.record_run(settings, log, ingested, statuses, scope, applied_now=False)
+            record.record_run(settings, log, ingested, statuses, scope, self.known_states,
+                              applied_now=False)
             return dropped + statuses
 
     def _known_states_vars(self) -> dict[str, object]:
-        """The Delta states this service read, for its next build (warm or cold: dbt runs it
-        on a manifest parsed without them, so they cost no parse)."""
-        return {STATES_VAR: self.known_states.current(self.settings.warehouse)}
+        """The Delta states this service read, or the warehouse's runs saved, for its next
+        build (warm or cold: dbt runs it on a manifest parsed without them, so they cost no
+        parse)."""
+        layout = self.settings.layout
+        self.known_states.load(layout.storage)
+        return {STATES_VAR: self.known_states.current(layout.root, layout.storage)}
 
     def _log(self) -> RunLog:
         """A new run's log; its warnings are the service's `run_warnings` from now on."""

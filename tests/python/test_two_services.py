@@ -52,9 +52,11 @@ def test_two_warm_services_in_two_threads_mirror_only_their_own_zone(tmp_path):
         assert sorted(path.name for path in (warehouse / "dbo").iterdir()) == [tag]
         expected = apply_changes(_files(tag), ["id"])
         assert mirrored_rows(warehouse, "dbo", tag) == as_multiset(expected)
-        assert list(service.known_states.current(warehouse)) == [str(warehouse / "dbo" / tag)]
-        other = setups["right" if tag == "left" else "left"][1].settings.warehouse
-        assert service.known_states.current(other) == {}
+        layout = service.settings.layout
+        assert list(service.known_states.current(warehouse, layout.storage)) == [
+            str(warehouse / "dbo" / tag)]
+        other = setups["right" if tag == "left" else "left"][1].settings.layout
+        assert service.known_states.current(other.root, other.storage) == {}
 
 
 class ProbedServer:

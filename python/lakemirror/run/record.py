@@ -19,7 +19,7 @@ from lakemirror.table_outcome import table_status
 def statuses(settings: RunSettings, ingested: list[IngestResult], nodes: list[NodeResult],
              known: KnownStates) -> list[TableStatus]:
     """Each ingested table's status after the build's `nodes`; the mirrored tables' Delta
-    states read on the way are kept in `known` for the next warm build."""
+    states read on the way are kept in `known` for the next build."""
     return [_status(settings, result, nodes, known) for result in ingested]
 
 
@@ -33,13 +33,15 @@ def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult]
     except Exception:  # a damaged table: its status already says why
         table, rows = None, None
     if table is not None:
-        known.remember(path, table)
+        known.remember(settings.layout.storage, settings.layout.key(path), table)
     return table_status(result, nodes, rows, attempts=settings.backoff.attempts)
 
 
 def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
-               statuses: list[TableStatus], scope: Scope, *, applied_now: bool) -> None:
-    """Write this run's monitoring records, keeping those of tables not selected for it."""
+               statuses: list[TableStatus], scope: Scope, known: KnownStates, *,
+               applied_now: bool) -> None:
+    """Write this run's monitoring records, keeping those of tables not selected for it, and
+    save the Delta states it read (`known`) for the next process's first build."""
     with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                       progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
@@ -54,6 +56,7 @@ def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                                applied.get(f"{status.schema}.{status.table}", 0),
                                applied_now=applied_now)
                 for result, status in zip(ingested, statuses)], previous)
+            known.save(layout.storage)
         except Exception as error:  # the run's own status is still printed
             log.progress(f"warning: could not record this run for `lakemirror status`: "
                          f"{type(error).__name__}: {error}")
