@@ -27,8 +27,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("run/dbt.py", "_starting"): "guards _child_engines",
     ("parsed_projects.py", "_parsed"):
         "dbt's parse, keyed by all it reads (project, target, vars) so that runs "
-        "on two warehouses never share an entry; moving it would thread it through run/dbt.py "
-        "and dbt_runner.py (dbtvars') to the one call that reads it",
+        "on two warehouses never share an entry, each step one dict operation (safe under "
+        "threads): a cache of dbt's, as process-wide as dbt's own state",
     ("storage/secrets.py", "_known"):
         "a credential any run of the process read stays out of everything the process writes "
         "(one stderr, one log): hiding another run's secret too is the safe side",
