@@ -24,6 +24,11 @@ from conftest import as_multiset, mirror_setup, mirrored_rows
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
 ROWS = [{"id": key, "v": f"v{key}", M: 0} for key in range(3)]
+PYSPARK_MARK = "SPARK_CONNECT_MODE_ENABLED"
+
+
+def without_pyspark_mark(environ):
+    return {name: value for name, value in environ.items() if name != PYSPARK_MARK}
 
 
 def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_path,
@@ -36,12 +41,15 @@ def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_p
     for name in ("LAKEMIRROR_WAREHOUSE", "LAKEMIRROR_WAREHOUSE_NAME", "LAKEMIRROR_ENGINE_HOST",
                  "LAKEMIRROR_ENGINE_PORT"):
         monkeypatch.delenv(name, raising=False)
-    environment = dict(os.environ)
+    # pyspark's own mark of a process that made a Connect session (an earlier test's), which
+    # lakemirror clears before each dbt invocation (engine/spark.prepare_spark_session)
+    monkeypatch.setenv(PYSPARK_MARK, "1")
+    environment = without_pyspark_mark(os.environ)
     invocations = []
 
     class RecordingRunner(dbt_main.dbtRunner):
         def invoke(self, args, **kwargs):
-            invocations.append((args, dict(os.environ)))
+            invocations.append((args, without_pyspark_mark(os.environ)))
             return super().invoke(args, **kwargs)
 
     monkeypatch.setattr(dbt_main, "dbtRunner", RecordingRunner)

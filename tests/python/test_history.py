@@ -14,7 +14,7 @@ import yaml
 from dbt.clients.jinja import get_rendered
 from deltalake import DeltaTable
 
-from lakemirror.codegen import MirrorModel, write_history_model, write_model
+from lakemirror.codegen import HISTORY_VARIABLE, MirrorModel, write_history_model, write_model
 from lakemirror.delta.rows import read_table
 from lakemirror.landing import ROWS_PER_FILE
 from lakemirror.maintenance import maintain_tables
@@ -165,7 +165,8 @@ def test_the_history_model_is_built_only_when_the_var_names_its_table(tmp_path):
     assert entry["name"] == "dbo__t__history"
 
     def enabled(history: object, warehouse: str = "dev") -> bool:
-        context = {"var": lambda name, default=None: default if history is None else history,
+        context = {"var": lambda name, default=None:
+                   history if name == HISTORY_VARIABLE and history is not None else default,
                    "env_var": lambda name, default="": warehouse}
         return str(get_rendered(entry["config"]["enabled"], context)).lower() == "true"
 
