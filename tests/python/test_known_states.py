@@ -71,6 +71,9 @@ def test_saved_states_merge_with_other_runs_and_a_damaged_file_is_no_state(tmp_p
     second_run.remember(storage, "dbo/b", DeltaTable(str(warehouse / "dbo" / "b")))
     first_run.save(storage)
     second_run.save(storage)  # keeps the first run's table
+    written = (warehouse / STATES_KEY).stat().st_mtime_ns
+    second_run.save(storage)  # nothing new: an idle run writes nothing
+    assert (warehouse / STATES_KEY).stat().st_mtime_ns == written
     next_process = KnownStates()
     next_process.load(storage)
     assert list(next_process.current(warehouse, storage)) == [

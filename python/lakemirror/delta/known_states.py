@@ -73,8 +73,12 @@ class KnownStates:
 
     def save(self, storage: WarehouseStorage) -> None:
         """Save this service's states in the warehouse, over the saved ones of the same tables
-        (call it under the control lock: other runs' tables are kept)."""
-        merged = {**_saved(storage), **self._known}
+        (call it under the control lock: other runs' tables are kept); no write when they
+        are what is saved already (an idle run's)."""
+        saved = _saved(storage)
+        merged = {**saved, **self._known}
+        if merged == saved:
+            return
         storage.write_text(STATES_KEY, json.dumps(
             {key: asdict(known) for key, known in sorted(merged.items())}, sort_keys=True))
 
