@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+import lakemirror.dbt_runner as dbt_runner
 from lakemirror.reference import apply_changes
 
 from conftest import Zone, as_multiset, copy_project, mirrored_rows
@@ -101,3 +102,18 @@ def test_a_retired_table_whose_folder_comes_back_goes_on(tmp_path):
     assert json.loads(back.stdout)["warnings"] == []
     setup.assert_exact("Customers", 2)
     setup.assert_continued("Customers")
+
+
+def test_a_run_on_an_unchanged_project_finds_the_users_without_parsing_it(tmp_path,
+                                                                         monkeypatch):
+    setup = retired_setup(tmp_path)
+    shutil.rmtree(setup.zone.root / "Customers")
+    assert statuses(setup.run())["dbo.customers"] == "retired"
+
+    parses = []
+    monkeypatch.setattr(dbt_runner, "parse_project", parses.append)  # and parses nothing
+    idle = setup.run()
+    assert idle.exit_code == 0, idle.output
+    assert statuses(idle) == {"dbo.customers": "retired", "sales.orders": "replicating"}
+    assert USES in tables(idle)["dbo.customers"]["note"]
+    assert parses == []

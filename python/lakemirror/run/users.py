@@ -1,19 +1,26 @@
 """Which of the project's own models still use a mirrored table: read from the manifest dbt
-parses for the run anyway (see `dbt_runner.parsed_project`), never from a parse of its own."""
+parses for the run anyway (see `dbt_runner.parsed_project`), never from a parse of its own;
+kept in the warehouse with the project's state, so that a run on an unchanged project (an
+idle run, while a table stays retired) parses nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+from collections.abc import Collection, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.dbt_runner import parsed_project
 from lakemirror.dbt_vars import WAREHOUSE_NAME_VAR
-from lakemirror.naming import staging_table_name
+from lakemirror.idle import project_state
+from lakemirror.naming import qualified_name, staging_table_name
 from lakemirror.project import profiles_dir
 from lakemirror.run.dbt import dbt_warehouse
 from lakemirror.run.settings import RunSettings
+from lakemirror.staging.layout import Warehouse
+
+USERS_FILE = "_lakemirror/model_users.json"  # the last users found, with the project's state
 
 # The manifest's collections of nodes that can depend on a model.
 _COLLECTIONS = ("nodes", "exposures", "metrics", "semantic_models", "saved_queries",
@@ -27,6 +34,11 @@ def tables_in_use(settings: RunSettings, tables: Collection[tuple[str, str]]
     when dbt cannot parse the project (its own invocation reports why)."""
     if not tables:
         return {}
+    state = project_state(settings.project_dir, settings.target, settings.dbt_vars)
+    known = _known_users(settings.layout, state)
+    if known is not None and all(qualified_name(*table) in known for table in tables):
+        used = {table: known[qualified_name(*table)] for table in tables}
+        return {table: users for table, users in used.items() if users}
     manifest = parsed_project(
         settings.project_dir,
         profiles_dir=profiles_dir(settings.project_dir, settings.env.dbt_profiles_dir),
@@ -36,7 +48,28 @@ def tables_in_use(settings: RunSettings, tables: Collection[tuple[str, str]]
     if manifest is None:
         return None
     used = {table: users_of(manifest, _model_names(*table)) for table in tables}
+    _keep_users(settings.layout, state, used)
     return {table: users for table, users in used.items() if users}
+
+
+def _known_users(layout: Warehouse, state: str) -> dict[str, list[str]] | None:
+    """The users kept for the project `state` (by 'schema.table'), or None."""
+    try:
+        text = layout.storage.read_text(USERS_FILE)
+        kept = None if text is None else json.loads(text)
+        if not isinstance(kept, dict) or kept.get("project_state") != state:
+            return None
+        return {str(name): [str(user) for user in users]
+                for name, users in dict(kept["users"]).items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # parsed again
+
+
+def _keep_users(layout: Warehouse, state: str,
+                used: Mapping[tuple[str, str], list[str]]) -> None:
+    layout.storage.write_text(USERS_FILE, json.dumps({
+        "project_state": state,
+        "users": {qualified_name(*table): users for table, users in used.items()}}))
 
 
 def users_of(manifest: Any, models: Collection[str]) -> list[str]:
