@@ -5,17 +5,17 @@ dropped area keeps it, `restore` brings it back). End to end through the CLI."""
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
 import lakemirror.dbt_runner as dbt_runner
 from lakemirror.reference import apply_changes
+from lakemirror.run.users import users_of
 
 from conftest import Zone, as_multiset, copy_project, mirrored_rows
 from test_cli import run_cli
 from test_mistakes import FILES, Mirror, statuses
-
-pytestmark = pytest.mark.slow
 
 USES = "model report (models/user/report.sql)"
 
@@ -40,6 +40,7 @@ def tables(result):
     return {f"{t['schema']}.{t['table']}": t for t in json.loads(result.stdout)["tables"]}
 
 
+@pytest.mark.slow
 def test_a_deleted_folder_a_model_still_uses_is_retired_and_the_others_go_on(tmp_path):
     setup = retired_setup(tmp_path)
     shutil.rmtree(setup.zone.root / "Customers")
@@ -89,6 +90,7 @@ def test_a_deleted_folder_a_model_still_uses_is_retired_and_the_others_go_on(tmp
     setup.assert_continued("Customers")
 
 
+@pytest.mark.slow
 def test_a_retired_table_whose_folder_comes_back_goes_on(tmp_path):
     setup = retired_setup(tmp_path)
     shutil.move(setup.zone.root / "Customers", tmp_path / "away")
@@ -104,6 +106,7 @@ def test_a_retired_table_whose_folder_comes_back_goes_on(tmp_path):
     setup.assert_continued("Customers")
 
 
+@pytest.mark.slow
 def test_a_run_on_an_unchanged_project_finds_the_users_without_parsing_it(tmp_path,
                                                                          monkeypatch):
     setup = retired_setup(tmp_path)
@@ -117,3 +120,32 @@ def test_a_run_on_an_unchanged_project_finds_the_users_without_parsing_it(tmp_pa
     assert statuses(idle) == {"dbo.customers": "retired", "sales.orders": "replicating"}
     assert USES in tables(idle)["dbo.customers"]["note"]
     assert parses == []
+
+
+def test_the_users_of_a_model_are_the_nodes_lakemirror_did_not_generate():
+    def node(name, path, kind="model"):
+        return SimpleNamespace(name=name, original_file_path=path, resource_type=kind)
+
+    mirror = "models/mirror/dbo"
+    nodes = {
+        "model.p.dbo__customers": node("dbo__customers", f"{mirror}/dbo__customers.sql"),
+        "model.p.dbo__customers__history": node(
+            "dbo__customers__history", f"{mirror}/history/dbo__customers__history.sql"),
+        "test.p.unique_dbo__customers__lm_position": node(
+            "unique_dbo__customers__lm_position", f"{mirror}/dbo__customers.yml", "test"),
+        "model.p.report": node("report", "models/user/report.sql"),
+        "test.p.relationships_report": node("relationships_report", "models/user/_user.yml",
+                                            "test"),
+        "model.p.dbo__orders": node("dbo__orders", f"{mirror}/dbo__orders.sql"),
+    }
+    manifest = SimpleNamespace(nodes=nodes, exposures={
+        "exposure.p.dashboard": node("dashboard", "models/user/_exposures.yml", "exposure")},
+        child_map={
+            "model.p.dbo__customers": ["test.p.unique_dbo__customers__lm_position",
+                                       "test.p.relationships_report"],
+            "model.p.dbo__customers__history": ["model.p.report", "exposure.p.dashboard"],
+            "model.p.dbo__orders": []})
+    assert users_of(manifest, ("dbo__customers", "dbo__customers__history")) == [
+        "exposure dashboard (models/user/_exposures.yml)", USES,
+        "test relationships_report (models/user/_user.yml)"]
+    assert users_of(manifest, ("dbo__orders", "dbo__orders__history")) == []
