@@ -119,11 +119,14 @@ def _retired(settings: RunSettings, log: RunLog, retirement: Retirement, users: 
     schema, name = retirement.schema, retirement.table
     opened = opened or StagingTables(settings.layout)
     path = settings.layout.mirrored_path(schema, name)
-    rows = loaded_row_count(delta_table(path)) if is_delta_table(path) else None
-    note = (f"its landing folder is gone, but {'; '.join(users)} still use its model "
-            f"{staging_table_name(schema, name)}: the table is kept as last mirrored, and "
-            "dropped by the first run after no model of yours uses it (put the folder back "
-            "to mirror it again)")
+    try:
+        rows = loaded_row_count(delta_table(path)) if is_delta_table(path) else None
+    except Exception:  # a damaged table is still kept, its rows unknown
+        rows = None
+    note = (f"its landing folder is gone, but your project still uses its model "
+            f"{staging_table_name(schema, name)} in {'; '.join(users)}; kept as last "
+            "mirrored and no longer updated. Remove those ref()s and the next run drops "
+            "it (`lakemirror restore` can bring it back), or put the folder back to go on")
     log.warn(f"{retirement.qualified_name} is retired: {note}")
     return TableStatus(schema, name, "retired", opened.of(schema, name).staged_files(
         with_names=False).last_sequence, rows, None, note)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from pathlib import PurePosixPath
+from pathlib import PurePath
 from typing import Any
 
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
@@ -96,7 +96,7 @@ def _node(manifest: Any, unique_id: str) -> Any:
 
 def _generated(node: Any) -> bool:
     """Whether lakemirror generated the node: it is defined under the mirror folder."""
-    path = PurePosixPath(str(getattr(node, "original_file_path", "")))
+    path = PurePath(str(getattr(node, "original_file_path", "")))
     return path.parts[:len(MIRROR_FOLDER.parts)] == MIRROR_FOLDER.parts
 
 
