@@ -107,6 +107,18 @@ def test_a_retired_table_whose_folder_comes_back_goes_on(tmp_path):
 
 
 @pytest.mark.slow
+def test_ingest_alone_retires_the_table_too(tmp_path):
+    """An orchestrator that runs dbt itself gets a project dbt still compiles."""
+    setup = retired_setup(tmp_path)
+    shutil.rmtree(setup.zone.root / "Customers")
+    ingested = setup.run(command="ingest")
+    assert ingested.exit_code == 0, ingested.output
+    assert statuses(ingested) == {"dbo.customers": "retired", "sales.orders": "replicating"}
+    assert "dbo__customers.sql" in setup.models()
+    assert (setup.warehouse / "dbo" / "customers" / "_delta_log").is_dir()
+
+
+@pytest.mark.slow
 def test_a_run_on_an_unchanged_project_finds_the_users_without_parsing_it(tmp_path,
                                                                          monkeypatch):
     setup = retired_setup(tmp_path)
