@@ -48,20 +48,15 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
 
     if "--vars" in extra_args:  # dbt would take them in place of the run's own
         raise ValueError("give dbt_invoke vars as run_vars, not as --vars in extra_args")
-    project = ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
-               "--target", target]
+    project = _project_args(project_dir, profiles_dir, target)
     parsed_with = {**(dbt_vars or {}), WAREHOUSE_VAR: warehouse}
-    parse_vars = ["--vars", json.dumps(parsed_with)]
     run_with = ["--vars", json.dumps({**parsed_with, **(run_vars or {})})]
     operation_errors: list[str] = []
     with _one_invocation_at_a_time:
         _release_sessions(warehouse, warm=warm)
         try:
-            manifest = (parsed_manifest([*project, *parse_vars, "--log-level", "none"],
-                                        project_dir, (*project, *parse_vars))
-                        if warm else parse_project([*project, *parse_vars, "--no-write-json",
-                                                    *_plain_log_into_files(), "--log-level",
-                                                    _parse_log_level(extra_args)]))
+            manifest = _parsed(project, parsed_with, project_dir, warm=warm,
+                               log_level=_parse_log_level(extra_args))
             outcome = dbtRunner(manifest=manifest,
                                 callbacks=[_operation_error_collector(operation_errors)]
                                 ).invoke([command, *project, *run_with, *WARM_ARGS[warm],
@@ -85,6 +80,36 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
                        result.message or _operation_error(result, operation_errors),
                        _depends_on(result), _completed_at(result))
             for result in outcome.result.results]
+
+
+def parsed_project(project_dir: Path, *, profiles_dir: Path, target: str, warehouse: str,
+                   dbt_vars: Mapping[str, object] | None = None, warm: bool = False
+                   ) -> Any | None:
+    """The project's manifest parsed as `dbt_invoke` parses it (None when dbt cannot parse
+    the project), so that reading it costs the run no parse of its own: a warm caller's next
+    invocation takes this manifest, a cold one's next parse finds nothing changed (dbt's
+    partial parse)."""
+    with _one_invocation_at_a_time:
+        return _parsed(_project_args(project_dir, profiles_dir, target),
+                       {**(dbt_vars or {}), WAREHOUSE_VAR: warehouse}, project_dir, warm=warm,
+                       log_level="none")
+
+
+def _project_args(project_dir: Path, profiles_dir: Path, target: str) -> list[str]:
+    return ["--project-dir", str(project_dir), "--profiles-dir", str(profiles_dir),
+            "--target", target]
+
+
+def _parsed(project: list[str], parsed_with: Mapping[str, object], project_dir: Path, *,
+            warm: bool, log_level: str) -> Any | None:
+    """The manifest of the project parsed with the vars `parsed_with`: kept for a `warm`
+    caller (see `parsed_manifest`), else parsed anew, logging at `log_level`."""
+    parse_vars = ["--vars", json.dumps(parsed_with)]
+    if warm:
+        return parsed_manifest([*project, *parse_vars, "--log-level", "none"], project_dir,
+                               (*project, *parse_vars))
+    return parse_project([*project, *parse_vars, "--no-write-json", *_plain_log_into_files(),
+                          "--log-level", log_level])
 
 
 def _parse_log_level(command_args: tuple[str, ...]) -> str:

@@ -50,7 +50,9 @@ class MirrorService:
             ingested = models.generate_models(settings, log, ingested, opened)
             staged = [r for r in ingested if opened.is_staged(r.table.schema, r.table.name)]
             previous = read_monitor(layout)
-            idle = (not dropped and not healed and built_with(layout) == _state(settings)
+            retired = [status for status in dropped if status.status == "retired"]
+            idle = (len(dropped) == len(retired) and not healed
+                    and built_with(layout) == _state(settings)
                     and nothing_new(ingested, previous, lambda r: ingest.is_mirrored(layout, r)))
             nodes = (build(settings, log, self.dbt, scope,
                            damaged=ingest.damaged(layout, ingested),
@@ -63,7 +65,7 @@ class MirrorService:
                 log.progress("nothing new: no dbt build")
                 statuses = as_last_recorded(statuses, previous)
             record.record_run(settings, log, ingested, statuses, scope, self.known_states,
-                              applied_now=bool(nodes))
+                              applied_now=bool(nodes), retired=retired)
             maintain(settings, log, [f"{s.schema}.{s.table}" for s in statuses if s.status !=
                                      "failed" and opened.is_staged(s.schema, s.table)])
             return with_recorded_folders(dropped, previous) + statuses
@@ -79,7 +81,7 @@ class MirrorService:
             statuses = record.statuses(settings, ingested, [], self.known_states)
             dropped = with_recorded_folders(dropped, read_monitor(settings.layout))
             record.record_run(settings, log, ingested, statuses, scope, self.known_states,
-                              applied_now=False)
+                              applied_now=False, retired=dropped)
             return dropped + statuses
 
     def _known_states_vars(self) -> dict[str, object]:

@@ -19,7 +19,7 @@ class TableStatus:
 
     schema: str
     table: str
-    status: Status | Literal["dropped", "degraded"]
+    status: Status | Literal["dropped", "degraded", "retired"]
     last_sequence: int
     rows: int | None
     error: str | None

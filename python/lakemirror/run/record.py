@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.known_states import KnownStates
 from lakemirror.delta.rows import loaded_row_count
 from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
 from lakemirror.node_result import NodeResult
 from lakemirror.run.log import RunLog
+from lakemirror.run.retire import retired_records
 from lakemirror.run.settings import RunSettings
 from lakemirror.table_scope import Scope
 from lakemirror.staging import IngestResult
@@ -39,9 +42,10 @@ def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult]
 
 def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, known: KnownStates, *,
-               applied_now: bool) -> None:
-    """Write this run's monitoring records, keeping those of tables not selected for it, and
-    save the Delta states it read (`known`) for the next process's first build."""
+               applied_now: bool, retired: Sequence[TableStatus] = ()) -> None:
+    """Write this run's monitoring records, keeping those of tables not selected for it (and,
+    as `retired`, of the `retired` ones), and save the Delta states it read (`known`) for
+    the next process's first build."""
     with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                       progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
@@ -55,7 +59,8 @@ def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                 monitor_record(result, status, previous.get((status.schema, status.table)),
                                applied.get(f"{status.schema}.{status.table}", 0),
                                applied_now=applied_now)
-                for result, status in zip(ingested, statuses)], previous)
+                for result, status in zip(ingested, statuses)]
+                + retired_records(retired, previous), previous)
             known.save(layout.storage)
         except Exception as error:  # the run's own status is still printed
             log.progress(f"warning: could not record this run for `lakemirror status`: "

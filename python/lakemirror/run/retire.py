@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections.abc import Mapping, Sequence
 
 from lakemirror.dbt_runner import forget_warm_sessions
 from lakemirror.codegen import retire_history_model, retire_model
+from lakemirror.delta.access import delta_table, is_delta_table
+from lakemirror.delta.rows import loaded_row_count
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing import LandingTable
+from lakemirror.monitor import TableMonitor
+from lakemirror.naming import staging_table_name
 from lakemirror.node_result import NodeResult
 from lakemirror.recovery import check_drop_share, heal
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
+from lakemirror.run.users import tables_in_use
 from lakemirror.table_scope import Scope
 from lakemirror.staging.dropped import DroppedCopy, purge_dropped
 from lakemirror.staging.lifecycle import (
@@ -43,7 +50,10 @@ def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[Land
     """Drop every table in scope whose landing folder was deleted or recreated: from the
     engine's catalog, then its data moves to the dropped area (kept for the retention
     period), then (for deleted folders) its generated model goes. Returns a `dropped`
-    status for each deleted folder; a recreated one is rebuilt by the ingest. `tables`
+    status for each deleted folder; a recreated one is rebuilt by the ingest. A deleted
+    table that models of the project's own still use is kept as it is, `retired` (with a
+    warning naming them), until they no longer use it: dropping its model would stop dbt
+    from compiling any model of the project. `tables`
     are all the zone's tables: a table outside the scope is never dropped, whether its
     folder exists or not. Refuses (MassDropError) to drop more than the allowed share of
     the tables unless drops are confirmed. `opened`: the run's staging tables."""
@@ -57,6 +67,12 @@ def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[Land
                  f"dropping the {len(retirements)} mirrored tables (an unmounted or wrong "
                  "folder looks the same). Leave one folder to drop the rest.")
         return []
+    in_use = _in_use(settings, retirements)
+    kept = [_retired(settings, log, retirement, users, opened)
+            for retirement, users in in_use.items()]
+    retirements = [retirement for retirement in retirements if retirement not in in_use]
+    if not retirements:
+        return kept
     if not settings.confirm_drops:
         check_drop_share([r.qualified_name for r in retirements if r.reason == "deleted"],
                          len(staged_tables(layout)), settings.max_drop_share,
@@ -74,16 +90,46 @@ def drop_retired(settings: RunSettings, log: RunLog, dbt: Dbt, tables: list[Land
     if failed:
         reason = (f"could not drop the table: {failed[0].message} Fix: check the engine "
                   "and run again; nothing was deleted")
-        return [TableStatus(retirement.schema, retirement.table, "failed", 0, None, reason,
-                            error_class="system") for retirement in notes]  # the
+        return kept + [TableStatus(retirement.schema, retirement.table, "failed", 0, None,
+                                   reason, error_class="system") for retirement in notes]  # the
         # recreated ones fail in their ingest, which finds the folder's new incarnation
-    kept = {retirement: drop_table_data(layout, retirement, opened=opened)
-            for retirement in retirements}
-    for copy in kept.values():
+    copies = {retirement: drop_table_data(layout, retirement, opened=opened)
+              for retirement in retirements}
+    for copy in copies.values():
         log.progress(f"  kept {copy.qualified_name} in {copy.path}")
-    return [TableStatus(retirement.schema, retirement.table, "dropped", 0, None, None,
-                        "; ".join(filter(None, [_kept_note(settings, kept[retirement]), note])))
-            for retirement, note in notes.items()]
+    return kept + [TableStatus(
+        retirement.schema, retirement.table, "dropped", 0, None, None,
+        "; ".join(filter(None, [_kept_note(settings, copies[retirement]), note])))
+        for retirement, note in notes.items()]
+
+
+def _in_use(settings: RunSettings, retirements: list[Retirement]
+            ) -> dict[Retirement, list[str]]:
+    """The deleted tables that models of the project's own still use, with those models:
+    dropping one would remove the model they ref(), and dbt would then compile no model of
+    the project. When dbt cannot parse the project, none (the drop goes on as before)."""
+    deleted = {(r.schema, r.table): r for r in retirements if r.reason == "deleted"}
+    used = tables_in_use(settings, deleted) or {}
+    return {deleted[table]: users for table, users in used.items()}
+
+
+def _retired(settings: RunSettings, log: RunLog, retirement: Retirement, users: list[str],
+             opened: StagingTables | None) -> TableStatus:
+    """The `retired` status of a deleted table still in use, kept as last mirrored."""
+    schema, name = retirement.schema, retirement.table
+    opened = opened or StagingTables(settings.layout)
+    path = settings.layout.mirrored_path(schema, name)
+    try:
+        rows = loaded_row_count(delta_table(path)) if is_delta_table(path) else None
+    except Exception:  # a damaged table is still kept, its rows unknown
+        rows = None
+    note = (f"its landing folder is gone, but your project still uses its model "
+            f"{staging_table_name(schema, name)} in {'; '.join(users)}; kept as last "
+            "mirrored and no longer updated. Remove those ref()s and the next run drops "
+            "it (`lakemirror restore` can bring it back), or put the folder back to go on")
+    log.warn(f"{retirement.qualified_name} is retired: {note}")
+    return TableStatus(schema, name, "retired", opened.of(schema, name).staged_files(
+        with_names=False).last_sequence, rows, None, note)
 
 
 def _kept_note(settings: RunSettings, copy: DroppedCopy) -> str:
@@ -105,3 +151,14 @@ def _retire_model(settings: RunSettings, retirement: Retirement) -> str | None:
             for path, outcome in outcomes.items() if outcome in ("kept-edited", "disabled")]
     return (f"kept your edited model files: {', '.join(kept)}; delete them when no "
             "longer needed") if kept else None
+
+
+def retired_records(statuses: Sequence[TableStatus],
+                    previous: Mapping[tuple[str, str], TableMonitor]) -> list[TableMonitor]:
+    """The monitoring records of the `retired` tables among `statuses`: their last ones, now
+    retired, with the reason as a warning."""
+    return [dataclasses.replace(record, status=status.status, rows=status.rows,
+                                files_pending=0, error=None, error_class=None,
+                                warnings=(status.note or "",))
+            for status in statuses if status.status == "retired"
+            and (record := previous.get((status.schema, status.table))) is not None]
