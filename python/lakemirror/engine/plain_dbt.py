@@ -31,9 +31,15 @@ from lakemirror.engine.sail import (
     background_storage,
     storage_fingerprint,
 )
-from lakemirror.engine.spark import SESSION_MARK
+from lakemirror.engine.spark import SESSION_MARK, check_spark_target
 from lakemirror.errors import EngineError, UnreachableServerError
-from lakemirror.environment import CONNECT_TIMEOUT, Settings, StorageSettings, read_settings
+from lakemirror.environment import (
+    CONNECT_TIMEOUT,
+    Settings,
+    StorageSettings,
+    process_environment,
+    read_settings,
+)
 
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
@@ -124,6 +130,13 @@ def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
         time.sleep(0.5)
 
 
+def check_spark_jars(parameters: Mapping[str, str]) -> None:
+    """On the `spark` target (marked by its session's warehouse), before dbt-spark starts its
+    JVM: EngineError naming the setting when Spark could not have Delta's jars."""
+    if SESSION_MARK in parameters:
+        check_spark_target(process_environment())
+
+
 def start_spark_session(parameters: Mapping[str, str], warehouse: str,
                         storage: StorageSettings) -> None:
     """On the `spark` target (marked by its session's warehouse) with a warehouse in object
@@ -170,6 +183,7 @@ class EngineCheck(dbtPlugin):
         env = invocation_settings(read_settings(), getattr(flags, "VARS", None) or {})
         check_embedded_engine(parameters, env)
         check_connect_server(parameters, env.connect_timeout)
+        check_spark_jars(parameters)
         start_spark_session(parameters, env.warehouse, env.storage)
         if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
             connect_session(parameters["spark.remote"], timeout=env.connect_timeout)
