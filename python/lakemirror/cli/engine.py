@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,6 +14,8 @@ from lakemirror.environment import Settings
 
 if TYPE_CHECKING:
     from lakemirror.storage import Location
+
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 @click.group()
@@ -31,13 +34,23 @@ project_option = click.option(
          "[env LAKEMIRROR_PROJECT_DIR].")
 
 
+def start_options(command: Command) -> Command:
+    """The options of `start` and `restart`."""
+    for option in reversed([
+        project_option,
+        click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
+                     help="Port (default 50051; for restart, the engine's) "
+                          "[env LAKEMIRROR_ENGINE_PORT]."),
+        click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+                     help="The warehouse dbt will use: a URL's storage settings are given to "
+                          "the engine (it reads them nowhere else) [env LAKEMIRROR_WAREHOUSE]."),
+    ]):
+        command = option(command)
+    return command
+
+
 @engine.command()
-@project_option
-@click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
-              help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
-@click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
-              help="The warehouse dbt will use: a URL's storage settings are given to the "
-                   "engine (it reads them nowhere else) [env LAKEMIRROR_WAREHOUSE].")
+@start_options
 def start(project_dir: Path | None, port: int | None, warehouse: Location | None) -> None:
     """Start the engine; then plain `dbt run` works in the dbt project."""
     from lakemirror.engine import DEFAULT_PORT, background_process, start_background
@@ -66,6 +79,21 @@ def stop(project_dir: Path | None) -> None:
 
     stopped = stop_background(_home(), project=_project(project_dir))
     click.echo("engine stopped" if stopped else "no engine was running")
+
+
+@engine.command()
+@start_options
+@click.pass_context
+def restart(ctx: click.Context, project_dir: Path | None, port: int | None,
+            warehouse: Location | None) -> None:
+    """Stop the engine and start it again, at its port: for an engine that stopped answering
+    (plain dbt names this command when a request outlasts LAKEMIRROR_ENGINE_TIMEOUT)."""
+    from lakemirror.engine import background_process
+
+    running = background_process(_home())
+    ctx.invoke(stop, project_dir=project_dir)
+    ctx.invoke(start, project_dir=project_dir, warehouse=warehouse,
+               port=port or (running.address.port if running else None))
 
 
 @engine.command()
