@@ -33,6 +33,7 @@ LEASE_SECONDS = "LAKEMIRROR_LEASE_SECONDS"  # how long an object-store lease las
 MAINTENANCE_HOURS = "LAKEMIRROR_MAINTENANCE_HOURS"
 CONNECT_URL = "LAKEMIRROR_CONNECT_URL"  # the `connect` target's server (profiles.yml)
 CONNECT_TIMEOUT = "LAKEMIRROR_CONNECT_TIMEOUT"
+ENGINE_TIMEOUT = "LAKEMIRROR_ENGINE_TIMEOUT"  # the longest an engine may take to answer dbt
 DELTA_JARS = "LAKEMIRROR_DELTA_JARS"  # the folder of Delta's jars for the `spark` target
 STORAGE_OPTIONS = "LAKEMIRROR_STORAGE_OPTIONS"  # storage options, a JSON object
 STORAGE_OPTIONS_FILE = "LAKEMIRROR_STORAGE_OPTIONS_FILE"  # a file of them (the variable wins)
@@ -49,6 +50,7 @@ DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_MAINTENANCE_HOURS = 24.0
 DEFAULT_CONNECT_URL = "sc://localhost:15002"  # profiles.yml's default for it
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
+DEFAULT_ENGINE_TIMEOUT = 3600.0  # seconds: a dbt invocation (lakemirror run), a request (dbt)
 DEFAULT_WAREHOUSE_NAME = "default"
 _SCHEMA_SUFFIX = re.compile(r"_[a-z0-9_]+")
 MAX_STORAGE_OPTIONS_BYTES = 1 << 20
@@ -81,6 +83,7 @@ class Settings:
     maintenance_hours: float | None = DEFAULT_MAINTENANCE_HOURS  # None: only `maintain`
     connect_url: str = DEFAULT_CONNECT_URL
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    engine_timeout: float = DEFAULT_ENGINE_TIMEOUT
     warehouse: str = ""  # unset: ""; the CLI's --warehouse reads it too
     dbt_profiles_dir: Path | None = None
     delta_jars: str | None = None
@@ -105,6 +108,8 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
             MAINTENANCE_HOURS, DEFAULT_MAINTENANCE_HOURS, "hours, or never", env),
         connect_url=env.get(CONNECT_URL) or DEFAULT_CONNECT_URL,
         connect_timeout=env_number(CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, "seconds", env),
+        engine_timeout=seconds_at_least_one(
+            env.get(ENGINE_TIMEOUT, ""), ENGINE_TIMEOUT, DEFAULT_ENGINE_TIMEOUT),
         warehouse=env.get(WAREHOUSE, ""),
         delta_jars=env.get(DELTA_JARS) or None,
         dbt_profiles_dir=Path(env[DBT_PROFILES_DIR]).expanduser() if env.get(DBT_PROFILES_DIR)
@@ -147,6 +152,21 @@ def env_number(name: str, default: float, unit: str, env: Mapping[str, str]) -> 
         number = -1.0
     if not 0 <= number < float("inf"):
         raise ConfigError(f"{name}={value!r} is not a number of {unit} (0 or more)",
+                          hint=f"set {name} to e.g. {default:g}, or unset it")
+    return number
+
+
+def seconds_at_least_one(value: str, name: str, default: float) -> float:
+    """`value`, the setting `name`'s text, as a finite number of seconds of 1 or more;
+    `default` when empty."""
+    if not value.strip():
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not 1 <= number < float("inf"):
+        raise ConfigError(f"{name}={value!r} is not a number of seconds (1 or more)",
                           hint=f"set {name} to e.g. {default:g}, or unset it")
     return number
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakemirror.delta.known_states import STATES_VAR, KnownStates
+from lakemirror.engine.spark import check_spark_target
+from lakemirror.environment import process_environment
 from lakemirror.idle import as_last_recorded, built_with, nothing_new, project_state, record_build
 from lakemirror.landing import LandingTable
 from lakemirror.monitor import read_monitor, with_recorded_folders
@@ -43,6 +45,8 @@ class MirrorService:
         settings, log = self.settings, self._log()
         layout = settings.layout
         check_server_storage(settings, self.reached_storage)
+        if settings.engine == "spark":  # before any work, and before its JVM prints Ivy's log
+            check_spark_target(process_environment())
         with locked_scope(settings, log, tables) as (landing, scope, opened):
             dropped = retire.drop_retired(settings, log, self.dbt, landing, scope, opened)
             healed = retire.heal_returned(settings, log, landing, scope, opened)

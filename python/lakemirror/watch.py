@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePath
 
 from lakemirror.errors import LakemirrorError
 from lakemirror.landing.incarnation import MARKER as INCARNATION_MARKER
 from lakemirror.landing.zone import as_door
 from lakemirror.landing.zone_door import ZoneDoor
+from lakemirror.run.log import Progress
 from lakemirror.service import MirrorService
 from lakemirror.status import TableStatus
 
@@ -60,3 +62,39 @@ def watch(service: MirrorService, interval: float, stop: threading.Event,
             seen = signature  # taken before the run: a file landing meanwhile runs it again
             on_run(service.run(tables))
         stop.wait(interval)
+
+
+@dataclass
+class WatchReport:
+    """What `run --watch` shows of its runs: a run's report only when it differs from the last
+    one shown (a table's status, last file, rows, error or warnings, or the run's warnings
+    when they are part of it), and each warning line of the progress once, until a run no
+    longer gives it."""
+
+    progress: Progress
+    _shown: object = None
+    _warned: set[str] = field(default_factory=set)  # by the last run
+    _warning: set[str] = field(default_factory=set)  # by the run going on
+
+    def on_progress(self, message: str) -> None:
+        """Show a progress line, unless it is a warning the last run gave too."""
+        if message.lstrip().startswith("warning: "):
+            self._warning.add(message)
+            if message in self._warned:
+                return
+        self.progress(message)
+
+    def changed(self, statuses: Sequence[TableStatus], warnings: Sequence[str]) -> bool:
+        """Whether this run's report differs from the last one shown (true for the first);
+        ends the run for the warnings."""
+        self._warned, self._warning = self._warning, set()
+        report = ([asdict(status) for status in statuses], sorted(warnings))
+        if report == self._shown:
+            return False
+        self._shown = report
+        return True
+
+
+def one_line(document: str) -> str:
+    """A JSON document on one line: `run --watch --json` prints one per run that changed."""
+    return json.dumps(json.loads(document), separators=(",", ":"))

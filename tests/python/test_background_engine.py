@@ -1,6 +1,7 @@
 """The background engine is known by its process, not by a pid alone: a state file naming a
 process that is not the engine (a pid reused since) or naming nothing readable is no engine,
-and stopping the engine ends it even when it ignores SIGTERM. Stand-in engines here are small
+and stopping the engine ends it even when it ignores SIGTERM. It belongs to the project it was
+started for: `engine stop` from another project sharing LAKEMIRROR_HOME leaves it running. Stand-in engines here are small
 Python processes that listen on a port, as Sail does."""
 
 import json
@@ -48,11 +49,12 @@ def stand_in():
         process.wait()
 
 
-def record(home, pid: int, started: float, port: int) -> None:
+def record(home, pid: int, started: float, port: int, *, storage: str = "s",
+           project: str | None = None) -> None:
     home.mkdir(exist_ok=True)
     state_file(home).write_text(json.dumps({"pid": pid, "started": started,
                                             "host": "127.0.0.1", "port": port,
-                                            "storage": "s"}))
+                                            "storage": storage, "project": project}))
 
 
 def test_the_recorded_engine_is_found_and_stopped_with_sigterm(tmp_path, stand_in):
@@ -101,3 +103,34 @@ def test_an_engine_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path, st
     assert stop_background(tmp_path, timeout=0.5)
     assert not psutil.pid_exists(engine.pid) and engine.stdout.read() == "SIGTERM\n"
     assert not state_file(tmp_path).exists()
+
+
+def test_engine_stop_in_a_second_project_leaves_the_first_ones_engine_running(tmp_path, stand_in):
+    """Two dbt projects share LAKEMIRROR_HOME; the engine was started for `first`. `stop` in
+    `second` is refused, naming `first`; `status` and `start` in `second` name it too; `stop`
+    for `first` (here by --project-dir, as from its folder) ends it."""
+    engine, port = stand_in("obey")
+    home, first, second = tmp_path / "home", tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    record(home, engine.pid, psutil.Process(engine.pid).create_time(), port, storage="",
+           project=str(first))
+
+    def lakemirror(*args, project):
+        return CliRunner().invoke(cli, ["engine", *args], env={
+            "LAKEMIRROR_HOME": str(home), "LAKEMIRROR_PROJECT_DIR": str(project),
+            "LAKEMIRROR_WAREHOUSE": None})
+
+    refused = lakemirror("stop", project=second)
+    assert refused.exit_code == 2, refused.output
+    assert f"started for the project {first}" in refused.output and "left running" in refused.output
+    assert f"--project-dir {first}" in refused.output
+    assert engine.poll() is None and background_engine(home).port == port
+    status = lakemirror("status", project=second)
+    assert status.exit_code == 0 and f"(started for the project {first})" in status.output
+    joined = lakemirror("start", "--port", str(port), project=second)
+    assert joined.exit_code == 0 and "already in use" not in joined.output, joined.output
+    assert f"started for the project {first}" in joined.output and engine.poll() is None
+    stopped = lakemirror("stop", project=first)
+    assert (stopped.exit_code, stopped.output) == (0, "engine stopped\n")
+    assert engine.wait(timeout=10) == 0 and not state_file(home).exists()

@@ -127,7 +127,7 @@ def test_update_in_table_without_keys_fails_clearly(zone, tmp_path):
                              {"id": 1, "v": "b", ROW_MARKER: 1}], SCHEMA)
     result = ingest_all(zone, tmp_path)["dbo.nokeys"]
     assert result.status == "failed"
-    assert "no keyColumns" in result.error and "row 1" in result.error
+    assert "no keyColumns" in result.error and "row 2 has" in result.error
 
 
 def test_invalid_metadata_json_names_position(zone, tmp_path):

@@ -110,8 +110,11 @@ def test_a_spark_run_without_delta_jars_names_the_setting_to_fix(tmp_path, targe
     (tmp_path / "no-jars").mkdir()
     run = run_spark_cli(zone, service, cwd=tmp_path, LAKEMIRROR_DELTA_JARS="no-jars")
     assert run.returncode == 2, run.stderr
-    assert "Spark found no Delta Lake classes: point LAKEMIRROR_DELTA_JARS" in run.stderr
-    assert "(now no-jars; a relative path is read from the folder lakemirror runs in)" in run.stderr
+    assert ("the spark target cannot start: no delta-spark_*.jar in LAKEMIRROR_DELTA_JARS=no-jars "
+            "(a relative path is read from the folder lakemirror runs in: "
+            f"{tmp_path.resolve() / 'no-jars'})") in run.stderr
+    for noise in ("Traceback", "Ivy", "JAVA_GATEWAY"):  # refused before the JVM started
+        assert noise not in run.stderr, run.stderr
 
 
 def test_a_relative_delta_jars_folder_is_resolved_against_the_current_folder(tmp_path,

@@ -3,37 +3,68 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lakemirror.cli.locations import WAREHOUSE
+from lakemirror.cli.locations import PATH, WAREHOUSE
 from lakemirror.environment import Settings
 
 if TYPE_CHECKING:
     from lakemirror.storage import Location
 
+Command = TypeVar("Command", bound=Callable[..., Any])
+
 
 @click.group()
 def engine() -> None:
-    """The embedded engine (a Sail Spark Connect server) in the background."""
+    """The embedded engine (a Sail Spark Connect server) in the background.
+
+    One background engine runs per lakemirror home (LAKEMIRROR_HOME), at one port: plain dbt
+    in every project that shares the home uses it. It belongs to the dbt project it was
+    started for (--project-dir, else the current directory, as for dbt): `stop` from another
+    project is refused, naming that project, and `status` names it."""
+
+
+project_option = click.option(
+    "--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
+    help="The dbt project the engine is for (default: the current directory, as for dbt) "
+         "[env LAKEMIRROR_PROJECT_DIR].")
+
+
+def start_options(command: Command) -> Command:
+    """The options of `start` and `restart`."""
+    for option in reversed([
+        project_option,
+        click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
+                     help="Port (default 50051; for restart, the engine's) "
+                          "[env LAKEMIRROR_ENGINE_PORT]."),
+        click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
+                     help="The warehouse dbt will use: a URL's storage settings are given to "
+                          "the engine (it reads them nowhere else) [env LAKEMIRROR_WAREHOUSE]."),
+    ]):
+        command = option(command)
+    return command
 
 
 @engine.command()
-@click.option("--port", type=int, default=None, envvar="LAKEMIRROR_ENGINE_PORT",
-              help="Port (default 50051) [env LAKEMIRROR_ENGINE_PORT].")
-@click.option("--warehouse", type=WAREHOUSE, default=None, envvar="LAKEMIRROR_WAREHOUSE",
-              help="The warehouse dbt will use: a URL's storage settings are given to the "
-                   "engine (it reads them nowhere else) [env LAKEMIRROR_WAREHOUSE].")
-def start(port: int | None, warehouse: Location | None) -> None:
+@start_options
+def start(project_dir: Path | None, port: int | None, warehouse: Location | None) -> None:
     """Start the engine; then plain `dbt run` works in the dbt project."""
-    from lakemirror.engine import DEFAULT_PORT, start_background
+    from lakemirror.engine import DEFAULT_PORT, background_process, start_background
     from lakemirror.storage.engine_settings import engine_environment
 
     environment = (engine_environment(warehouse, cli_settings().storage.variables)
                    if warehouse is not None else {})
-    address = start_background(port or DEFAULT_PORT, home=_home(), environment=environment)
+    project = _project(project_dir)
+    address = start_background(port or DEFAULT_PORT, home=_home(), environment=environment,
+                               project=project)
+    running = background_process(_home())
+    if running is not None and running.serves_another_project(project):
+        click.echo(f"the engine runs already{running.started_for} and serves this project "
+                   "too; `lakemirror engine stop` in that project ends it", err=True)
     click.echo(f"engine running at {address.url}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
                f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
@@ -41,21 +72,40 @@ def start(port: int | None, warehouse: Location | None) -> None:
 
 
 @engine.command()
-def stop() -> None:
-    """Stop the background engine."""
+@project_option
+def stop(project_dir: Path | None) -> None:
+    """Stop the background engine this project started (another project's is refused)."""
     from lakemirror.engine import stop_background
 
-    click.echo("engine stopped" if stop_background(_home()) else "no engine was running")
+    stopped = stop_background(_home(), project=_project(project_dir))
+    click.echo("engine stopped" if stopped else "no engine was running")
+
+
+@engine.command()
+@start_options
+@click.pass_context
+def restart(ctx: click.Context, project_dir: Path | None, port: int | None,
+            warehouse: Location | None) -> None:
+    """Stop the engine and start it again, at its port: for an engine that stopped answering
+    (plain dbt names this command when a request outlasts LAKEMIRROR_ENGINE_TIMEOUT)."""
+    from lakemirror.engine import background_process
+
+    running = background_process(_home())
+    ctx.invoke(stop, project_dir=project_dir)
+    ctx.invoke(start, project_dir=project_dir, warehouse=warehouse,
+               port=port or (running.address.port if running else None))
 
 
 @engine.command()
 def status() -> None:
-    """Say whether the background engine runs (exit 0) or not (exit 1)."""
-    from lakemirror.engine import background_engine
+    """Say whether the background engine runs (exit 0), and for which project, or not
+    (exit 1)."""
+    from lakemirror.engine import background_process
 
-    address = background_engine(_home())
-    click.echo(f"engine running at {address.url}" if address else "engine not running")
-    sys.exit(0 if address else 1)
+    running = background_process(_home())
+    click.echo(f"engine running at {running.address.url}{running.started_for}"
+               if running else "engine not running")
+    sys.exit(0 if running else 1)
 
 
 def cli_settings() -> Settings:
@@ -66,3 +116,8 @@ def cli_settings() -> Settings:
 
 def _home() -> Path:
     return cli_settings().home
+
+
+def _project(project_dir: Path | None) -> Path:
+    """The dbt project a command is for: `project_dir`, else the current directory."""
+    return (project_dir or Path.cwd()).resolve()

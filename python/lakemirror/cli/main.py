@@ -129,16 +129,24 @@ def run(landing_zone: Location, warehouse: Location, project_dir: Path | None, t
 
 def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
            as_json: bool) -> None:
-    """Mirror again whenever the zone changes, until interrupted (exit code 0). Ctrl-C during
-    a run stops once the run is done (its tables are left consistent and reported); a second
-    Ctrl-C stops at once."""
+    """Mirror again whenever the zone changes, until interrupted (exit code 0). A run's report
+    is printed only when it changed (with --json: one JSON document on one line), a warning
+    once until it goes away. Ctrl-C during a run stops once the run is done (its tables are
+    left consistent and reported); a second Ctrl-C stops at once."""
     import signal
     import threading
 
     from lakemirror.status import to_json, to_text
-    from lakemirror.watch import watch
+    from lakemirror.watch import WatchReport, one_line, watch
 
     stop = threading.Event()
+    report = WatchReport(service.progress)
+    service.progress = report.on_progress
+
+    def on_run(statuses: list[TableStatus]) -> None:
+        if report.changed(statuses, service.run_warnings if as_json else ()):
+            click.echo(one_line(to_json(statuses, service.run_warnings)) if as_json
+                       else to_text(statuses))
 
     def interrupted(signum: int, frame: object) -> None:
         if stop.is_set():
@@ -150,10 +158,7 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
     click.echo(f"watching {service.settings.landing_zone} every {interval:g} s; Ctrl-C stops",
                err=True)
     try:
-        watch(service, interval, stop,
-              lambda statuses: click.echo(to_json(statuses, service.run_warnings) if as_json
-                                          else to_text(statuses)),
-              tables)
+        watch(service, interval, stop, on_run, tables)
     except KeyboardInterrupt:
         pass
     sys.exit(0)

@@ -4,10 +4,13 @@ its own credentials (never the process environment's alone)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakemirror.storage.location import Location, ObjectLocation
+from lakemirror.storage.missing_bucket import is_missing_bucket, missing_bucket_error
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -28,13 +31,27 @@ def delta_table(where: Where, **arguments: Any) -> DeltaTable:
     """The Delta table at `where` (`arguments`: DeltaTable's, such as version)."""
     from deltalake import DeltaTable
 
-    return DeltaTable(str(where), storage_options=storage_options(where), **arguments)
+    with _missing_bucket(where):
+        return DeltaTable(str(where), storage_options=storage_options(where), **arguments)
 
 
 def is_delta_table(where: Where) -> bool:
     from deltalake import DeltaTable
 
-    return DeltaTable.is_deltatable(str(where), storage_options=storage_options(where))
+    with _missing_bucket(where):
+        return DeltaTable.is_deltatable(str(where), storage_options=storage_options(where))
+
+
+@contextmanager
+def _missing_bucket(where: Where) -> Iterator[None]:
+    """delta-rs's error for a warehouse whose bucket or container does not exist, as the
+    configuration error it is."""
+    try:
+        yield
+    except OSError as error:
+        if isinstance(where, ObjectLocation) and is_missing_bucket(error):
+            raise missing_bucket_error(where.url, "warehouse") from None
+        raise
 
 
 def write_delta(where: Where | DeltaTable, data: Any, **arguments: Any) -> None:

@@ -16,9 +16,12 @@ import threading
 import time
 import urllib.parse
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakemirror.engine.sail import EngineAddress, answers
+
+if TYPE_CHECKING:
+    from lakemirror.engine.deadline import Deadline
 
 SPARK_CONNECT_PORT = 15002  # Spark Connect's port when the URL names none
 _JITTER_MS = 500  # pyspark adds up to this to each wait of 2 s or more
@@ -43,13 +46,20 @@ def server_address(url: str) -> EngineAddress | None:
         return None
 
 
-def connect_session(url: str, *, timeout: float) -> Any:
+def connect_session(url: str, *, timeout: float, deadline: Deadline | None = None) -> Any:
     """This process's Spark Connect session (pyspark's default, which dbt-spark's
     `getOrCreate` then uses), made for `url` unless one is open, its retries bounded to
-    `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT)."""
+    `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT), each of its calls given the `deadline`
+    (engine.deadline) when it is made here."""
+    from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
-    session = SparkSession._get_default_session() or SparkSession.builder.remote(url).create()
+    session = SparkSession._get_default_session()
+    if session is None:
+        channel = DefaultChannelBuilder(url)
+        if deadline is not None:
+            channel.add_interceptor(deadline)
+        session = SparkSession.builder.channelBuilder(channel).create()
     bound_retries(session.client, timeout)
     return session
 

@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.plugins.manager import dbtPlugin
 
@@ -31,10 +31,22 @@ from lakemirror.engine.sail import (
     background_storage,
     storage_fingerprint,
 )
-from lakemirror.engine.spark import SESSION_MARK
+from lakemirror.engine.spark import SESSION_MARK, check_spark_target
 from lakemirror.errors import EngineError, UnreachableServerError
-from lakemirror.environment import CONNECT_TIMEOUT, Settings, StorageSettings, read_settings
+from lakemirror.environment import (
+    CONNECT_TIMEOUT,
+    ENGINE_TIMEOUT,
+    Settings,
+    StorageSettings,
+    process_environment,
+    read_settings,
+    seconds_at_least_one,
+)
 
+if TYPE_CHECKING:
+    from lakemirror.engine.deadline import Deadline
+
+TIMEOUT_PARAMETER = "spark.lakemirror.engine_timeout"  # a target's own, over the variable's
 # The dbt commands that load a project without connecting to its engine.
 _OFFLINE_COMMANDS = frozenset({"clean", "deps", "list", "ls", "parse", "serve"})
 
@@ -91,6 +103,26 @@ def check_engine_storage(address: EngineAddress, env: Settings) -> None:
                                "LAKEMIRROR_WAREHOUSE set)")
 
 
+def engine_deadline(parameters: Mapping[str, str], env: Settings,
+                    address: EngineAddress) -> Deadline:
+    """The deadline of each call dbt makes to the server at `address` of a marked target: the
+    target's spark.lakemirror.engine_timeout, else LAKEMIRROR_ENGINE_TIMEOUT, in seconds; past
+    it the error names the fix (`lakemirror engine restart` for the embedded engine)."""
+    from lakemirror.engine.deadline import Deadline
+
+    seconds = seconds_at_least_one(parameters.get(TIMEOUT_PARAMETER, ""),
+                                   f"the target's {TIMEOUT_PARAMETER}", env.engine_timeout)
+    where = f"{address.host}:{address.port}"
+    raise_it = (f"if a statement needs longer, raise {ENGINE_TIMEOUT} (or the target's "
+                f"{TIMEOUT_PARAMETER})")
+    if embedded_engine(parameters) is not None:
+        fix = (f"restart it with `lakemirror engine restart`, then run dbt again; {raise_it}")
+    else:
+        fix = (f"check the Spark Connect server at {where} (restart it if it is stuck), then "
+               f"run dbt again; {raise_it}")
+    return Deadline(seconds, where, fix)
+
+
 def invocation_state() -> dict[str, Any]:
     """What dbt's CLI (and dbtRunner) keeps of the command running: its flags, profile and
     project (`ctx.obj`); empty without one (dbt used as a library)."""
@@ -122,6 +154,13 @@ def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
                 hint="start the server or fix LAKEMIRROR_CONNECT_URL; staged files are "
                      f"mirrored by the next run ({CONNECT_TIMEOUT} sets the wait)")
         time.sleep(0.5)
+
+
+def check_spark_jars(parameters: Mapping[str, str]) -> None:
+    """On the `spark` target (marked by its session's warehouse), before dbt-spark starts its
+    JVM: EngineError naming the setting when Spark could not have Delta's jars."""
+    if SESSION_MARK in parameters:
+        check_spark_target(process_environment())
 
 
 def start_spark_session(parameters: Mapping[str, str], warehouse: str,
@@ -170,6 +209,9 @@ class EngineCheck(dbtPlugin):
         env = invocation_settings(read_settings(), getattr(flags, "VARS", None) or {})
         check_embedded_engine(parameters, env)
         check_connect_server(parameters, env.connect_timeout)
+        check_spark_jars(parameters)
         start_spark_session(parameters, env.warehouse, env.storage)
-        if marked_server(parameters, parameters.get(ENGINE_MARK, "")) is not None:
-            connect_session(parameters["spark.remote"], timeout=env.connect_timeout)
+        address = marked_server(parameters, parameters.get(ENGINE_MARK, ""))
+        if address is not None:
+            connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
+                            deadline=engine_deadline(parameters, env, address))

@@ -102,6 +102,7 @@ class _Record:
     started: float  # its process's start time: a later process given the same pid is not it
     address: EngineAddress
     storage: str  # storage_fingerprint of its settings
+    project: str  # the dbt project folder it was started for; "" when not recorded
 
 
 def _read_record(home: Path) -> _Record | None:
@@ -111,7 +112,7 @@ def _read_record(home: Path) -> _Record | None:
         state = json.loads(state_file(home).read_text())
         return _Record(int(state["pid"]), float(state["started"]),
                        EngineAddress(str(state["host"]), int(state["port"])),
-                       str(state.get("storage", "")))
+                       str(state.get("storage", "")), str(state.get("project", "")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -150,16 +151,18 @@ def background_storage(home: Path) -> str | None:
 
 
 def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 30.0,
-                     environment: Mapping[str, str] | None = None) -> EngineAddress:
+                     environment: Mapping[str, str] | None = None,
+                     project: Path | None = None) -> EngineAddress:
     """Start a detached Sail server with `environment` (a warehouse's storage settings) set
-    in its process, and record it in the state file. A running one is kept when it has the
-    same settings, else refused."""
+    in its process, and record it, and the dbt `project` it is started for, in the state
+    file. A running one is kept when it has the same settings, else refused."""
     fingerprint = storage_fingerprint(environment or {})
     running = background_process(home)
     if running and running.storage == fingerprint:
         return running.address
     if running:
-        raise EngineError(f"the background engine at port {running.address.port} runs with "
+        raise EngineError(f"the background engine at port {running.address.port}"
+                          f"{running.started_for} runs with "
                           "other storage settings than this warehouse's",
                           hint="stop it with `lakemirror engine stop`, then start it again "
                                "with this --warehouse")
@@ -181,7 +184,7 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
         time.sleep(0.1)
     state_file(home).write_text(json.dumps({
         "pid": process.pid, "started": psutil.Process(process.pid).create_time(), "host": HOST,
-        "port": port, "storage": fingerprint}))
+        "port": port, "storage": fingerprint, "project": str(project or "")}))
     return address
 
 
@@ -189,10 +192,21 @@ class BackgroundProcess:
     """The background engine's process, as the watchdog sees it, and the storage fingerprint
     it was started with."""
 
-    def __init__(self, process: psutil.Process, address: EngineAddress, storage: str) -> None:
+    def __init__(self, process: psutil.Process, address: EngineAddress, storage: str,
+                 project: str = "") -> None:
         self.process = process
         self.address = address
         self.storage = storage
+        self.project = project  # the dbt project folder it was started for, "" if unknown
+
+    @property
+    def started_for(self) -> str:
+        """` (started for the project <folder>)`, for messages ("" when unknown)."""
+        return f" (started for the project {self.project})" if self.project else ""
+
+    def serves_another_project(self, project: Path) -> bool:
+        """Whether it was started for a project other than `project`."""
+        return _another_project(self.project, project)
 
     def alive(self) -> bool:
         return _runs(self.process)
@@ -212,14 +226,21 @@ def background_process(home: Path) -> BackgroundProcess | None:
     process = _engine_process(record) if record else None
     if record is None or process is None or not answers(record.address):
         return None
-    return BackgroundProcess(process, record.address, record.storage)
+    return BackgroundProcess(process, record.address, record.storage, record.project)
 
 
-def stop_background(home: Path, *, timeout: float = 5.0) -> bool:
+def stop_background(home: Path, *, timeout: float = 5.0, project: Path | None = None) -> bool:
     """Stop the background engine (SIGTERM, then SIGKILL when it still runs `timeout` seconds
-    later) and remove the state file; False when it named no running engine."""
+    later) and remove the state file; False when it named no running engine. Asked from a
+    `project` other than the one it was started for, refused: it serves that one's dbt."""
     record = _read_record(home)
     process = _engine_process(record) if record else None
+    if process is not None and record is not None and _another_project(record.project, project):
+        raise EngineError(
+            f"the background engine at port {record.address.port} was started for the "
+            f"project {record.project}, not for this one ({project}); it was left running",
+            hint=f"stop it from that project (`lakemirror engine stop --project-dir "
+                 f"{record.project}`) once its dbt no longer needs it")
     if process is not None:
         with suppress(psutil.NoSuchProcess):
             process.terminate()
@@ -228,6 +249,12 @@ def stop_background(home: Path, *, timeout: float = 5.0) -> bool:
                 psutil.wait_procs([process], timeout=timeout)
     state_file(home).unlink(missing_ok=True)
     return process is not None
+
+
+def _another_project(recorded: str, project: Path | None) -> bool:
+    """Whether an engine started for the project folder `recorded` ("" when not recorded)
+    serves another project than `project` (None: no project asked)."""
+    return bool(recorded) and project is not None and Path(recorded) != project
 
 
 def answers(address: EngineAddress) -> bool:

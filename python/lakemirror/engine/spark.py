@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from lakemirror.environment import DELTA_JARS, process_environment, unset_process_variable
+from lakemirror.errors import EngineError
 
 DELTA_PACKAGES = "LAKEMIRROR_DELTA_PACKAGES"
 SESSION_MARK = "spark.lakemirror.warehouse"
+MAVEN_CENTRAL = ("repo1.maven.org", 443)
+IVY_JARS = Path.home() / ".ivy2.5.2" / "jars"  # where Spark 4's Ivy keeps downloaded packages
 
 
 def spark_unavailable(variables: Mapping[str, str] | None = None) -> str | None:
@@ -32,19 +36,71 @@ def spark_unavailable(variables: Mapping[str, str] | None = None) -> str | None:
     folder LAKEMIRROR_DELTA_JARS or from Maven (LAKEMIRROR_DELTA_PACKAGES says the user has
     it)."""
     variables = process_environment() if variables is None else variables
+    folder = variables.get(DELTA_JARS)
+    if folder or _java_missing(variables):
+        return _java_missing(variables) or _jar_folder_problem(folder or "")
+    if variables.get(DELTA_PACKAGES):
+        return None
+    return (f"{DELTA_JARS} is not set (Delta's jars come only from Maven: set "
+            f"{DELTA_PACKAGES} where Maven is reachable)")
+
+
+def check_spark_target(variables: Mapping[str, str], *, ivy_jars: Path = IVY_JARS,
+                       maven_answers: Callable[[], bool] | None = None) -> None:
+    """Raise EngineError, before the JVM starts, when the `spark` target cannot have Java or
+    Delta's jars with `variables` (the environment its JVM gets): else Spark prints Ivy's
+    whole resolution log and a Java gateway traceback. Without LAKEMIRROR_DELTA_JARS and
+    LAKEMIRROR_DELTA_PACKAGES, the profile's default package comes from Maven Central: fine
+    when Ivy's cache (`ivy_jars`) holds it or Maven Central answers (`maven_answers`)."""
+    problem = _java_missing(variables) or _delta_problem(
+        variables, ivy_jars, maven_answers or _maven_central_answers)
+    if problem is not None:
+        raise EngineError(f"the spark target cannot start: {problem}", hint=(
+            f"set {DELTA_JARS} to a folder holding delta-spark_2.13-<version>.jar and "
+            f"delta-storage-<version>.jar (Delta 4.0 for Spark 4.0), or set {DELTA_PACKAGES} "
+            "(e.g. io.delta:delta-spark_2.13:4.0.0) where Maven is reachable, directly or "
+            "through your proxy or mirror; or run with --target embedded"))
+
+
+def _delta_problem(variables: Mapping[str, str], ivy_jars: Path,
+                   maven_answers: Callable[[], bool]) -> str | None:
+    """Why Spark would not find Delta's jars: not in LAKEMIRROR_DELTA_JARS's folder, or, with
+    neither it nor LAKEMIRROR_DELTA_PACKAGES set, neither in Ivy's cache nor on Maven Central."""
+    folder = variables.get(DELTA_JARS)
+    if folder:
+        return _jar_folder_problem(folder)
+    if (variables.get(DELTA_PACKAGES) or any(ivy_jars.glob("io.delta_delta-spark_*.jar"))
+            or maven_answers()):
+        return None
+    return (f"{DELTA_JARS} is not set, and Maven Central ({MAVEN_CENTRAL[0]}), where Spark "
+            "would download Delta's jars from, does not answer")
+
+
+def _java_missing(variables: Mapping[str, str]) -> str | None:
     if shutil.which("java") is None and not variables.get("JAVA_HOME"):
         return "no java on PATH and JAVA_HOME is not set (Spark needs Java 17)"
-    folder = variables.get(DELTA_JARS)
-    if not folder:
-        if variables.get(DELTA_PACKAGES):
-            return None
-        return (f"{DELTA_JARS} is not set (Delta's jars come only from Maven: set "
-                f"{DELTA_PACKAGES} where Maven is reachable)")
-    if not list(Path(folder).glob("delta-spark_*.jar")):
-        return f"no delta-spark_*.jar in {DELTA_JARS}={folder}"
-    if not list(Path(folder).glob("delta-storage-*.jar")):
-        return f"no delta-storage-*.jar in {DELTA_JARS}={folder}"
     return None
+
+
+def _jar_folder_problem(folder: str) -> str | None:
+    """What Delta's jar folder `folder` (LAKEMIRROR_DELTA_JARS) lacks, or None."""
+    shown = f"{DELTA_JARS}={folder}" + ("" if Path(folder).is_absolute() else
+                                        " (a relative path is read from the folder lakemirror "
+                                        f"runs in: {Path(folder).resolve()})")
+    if not Path(folder).is_dir():
+        return f"{shown} is not a folder"
+    for jar in ("delta-spark_*.jar", "delta-storage-*.jar"):
+        if not list(Path(folder).glob(jar)):
+            return f"no {jar} in {shown}"
+    return None
+
+
+def _maven_central_answers() -> bool:
+    try:
+        with socket.create_connection(MAVEN_CENTRAL, timeout=5):
+            return True
+    except OSError:
+        return False
 
 
 def make_delta_jars_absolute(variables: MutableMapping[str, str]) -> None:

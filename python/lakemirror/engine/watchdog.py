@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from lakemirror.engine.connect import give_up
+from lakemirror.environment import DEFAULT_ENGINE_TIMEOUT
 
-DEFAULT_ENGINE_TIMEOUT = 3600.0
+__all__ = ["DEFAULT_ENGINE_TIMEOUT", "Watch", "WatchedEngine", "watchdog"]
 _POLL_SECONDS = 0.1
 
 

@@ -25,6 +25,7 @@ from lakemirror.errors import (
 )
 from lakemirror.landing.arrow_types import staged_field, to_delta
 from lakemirror.landing.delimited import open_delimited
+from lakemirror.landing.delimited.lines import row_line
 from lakemirror.landing.detection import SequenceFile
 from lakemirror.landing.discovery import LandingTable
 from lakemirror.landing.pandas_index import column_layout
@@ -96,14 +97,22 @@ class ChangeFile:
         if pc.any(bad).as_py():
             index = pc.index(bad, True).as_py()
             value = markers[index].as_py()
+            where = self._row_named(first_row + index)
             if keyless and value in VALID_MARKERS:
                 raise self._error(
-                    f"row {first_row + index} has {ROW_MARKER}={value}, but the table has no "
+                    f"{where} has {ROW_MARKER}={value}, but the table has no "
                     "keyColumns, so only inserts (0) are possible",
                     "declare keyColumns in _metadata.json (recreate the table folder)")
-            raise self._error(f"row {first_row + index} has {ROW_MARKER}={value!r}",
-                              f"use {MARKER_CHOICES}")
+            raise self._error(f"{where} has {ROW_MARKER}={value!r}", f"use {MARKER_CHOICES}")
         return markers
+
+    def _row_named(self, row: int) -> str:
+        """Row `row` (0 for the first) as the docs name it: a delimited file's line (the
+        header is line 1, line breaks inside values count), else its row counted from 1."""
+        text = self.metadata.delimited
+        if text is None:
+            return f"row {row + 1}"
+        return f"line {row_line(self.read(), row, text.null_value)}"
 
     def _error(self, message: str, hint: str,
                kind: type[LandingZoneError] = RowMarkerError) -> LandingZoneError:

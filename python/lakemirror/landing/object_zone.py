@@ -33,6 +33,7 @@ from lakemirror.landing.zone_door import (
     read_bounded,
     unsafe_entry,
 )
+from lakemirror.storage.missing_bucket import is_missing_bucket, missing_bucket_error
 
 if TYPE_CHECKING:
     from obstore import GetOptions, ObjectMeta, ReadableFile
@@ -318,6 +319,8 @@ def _store_call(action: Callable[[], T], path: PurePath, verb: str) -> T:
         raise ZoneAccessError(f"permission denied on {path}: {_first_line(error)}",
                               file=str(path), hint=_CREDENTIALS_FIX) from None
     except (BaseError, OSError) as error:
+        if is_missing_bucket(error):
+            raise missing_bucket_error(str(path), "landing zone") from None
         raise ZoneAccessError(f"cannot {verb} {path}: {_first_line(error)}",
                               file=str(path),
                               hint="check the landing zone's URL, credentials and network, "

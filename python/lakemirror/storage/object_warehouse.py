@@ -21,6 +21,7 @@ from typing import Any
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.storage.lease import Lease, try_lease
 from lakemirror.storage.location import ObjectLocation, open_store
+from lakemirror.storage.missing_bucket import is_missing_bucket, missing_bucket_error
 from lakemirror.storage.secrets import redact
 from lakemirror.storage.warehouse_door import (
     LOCKS,
@@ -160,7 +161,7 @@ def _digest(source: str, destination: str) -> str:
 @contextmanager
 def _os_errors(where: str) -> Iterator[None]:
     """obstore's failures as the OSError the storage interface promises (a missing object as
-    FileNotFoundError), secrets redacted."""
+    FileNotFoundError), secrets redacted; a missing bucket or container as a ConfigError."""
     from obstore.exceptions import BaseError, NotFoundError
 
     try:
@@ -168,4 +169,6 @@ def _os_errors(where: str) -> Iterator[None]:
     except (NotFoundError, FileNotFoundError) as error:
         raise FileNotFoundError(f"{where}: not found") from error
     except BaseError as error:
+        if is_missing_bucket(error):
+            raise missing_bucket_error(where, "warehouse") from None
         raise OSError(f"{where}: {redact(str(error).splitlines()[0])}") from error

@@ -4,6 +4,7 @@ inside the values of those rows (a NULL counts those of NullValue as written).""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,21 @@ def line(pending: list[pa.RecordBatch], done: Done, null_value: str | None) -> i
         pc.sum(pc.count_substring_regex(column, BREAKS)).as_py() or 0 for column in columns)
     nulls: int = done.nulls + sum(column.null_count for column in columns)
     return 2 + rows + value_breaks + nulls * count_breaks(null_value or "")
+
+
+def row_line(batches: Iterable[pa.RecordBatch], row: int, null_value: str | None) -> int:
+    """The line where row `row` (0 for the first after the header) starts, counted in the
+    file's typed batches read again from its start: only text values hold line breaks."""
+    done = Done()
+    for batch in batches:
+        before = batch.slice(0, row - done.rows)
+        done.rows += before.num_rows
+        done.breaks += sum(breaks(column) for column in before.columns
+                           if column.type == pa.string())
+        done.nulls += sum(column.null_count for column in before.columns)
+        if done.rows >= row:
+            break
+    return 2 + done.rows + done.breaks + done.nulls * count_breaks(null_value or "")
 
 
 def count_breaks(text: str) -> int:
