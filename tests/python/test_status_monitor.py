@@ -138,6 +138,16 @@ def test_files_behind_a_gap_are_pending_with_their_age(service, zone, tmp_path):
     assert values["lakemirror_stale", frozenset()] == 0
     assert values["lakemirror_last_run_timestamp_seconds", frozenset()] > 0
 
+    monitor_log = DeltaTable(str(tmp_path / "warehouse/_lakemirror/control/table_monitor"))
+    version = monitor_log.version()
+    (tmp_path / "warehouse" / LAST_RUN_FILE).unlink()
+    service.run()  # idle, still waiting: the same record, no Delta commit; the run's time
+    monitor_log.update_incremental()
+    assert monitor_log.version() == version
+    assert (tmp_path / "warehouse" / LAST_RUN_FILE).is_file()
+    [record] = json.loads(status("--json", "--warehouse", warehouse).stdout)["tables"]
+    assert record["files_pending"] == 2 and record["oldest_pending_seconds"] >= 10 * 60
+
     landed(zone.write("T", 3, [{"id": 3, "v": "a", M: 0}], SCHEMA), 60)
     [table] = service.run()
     assert (table.status, table.last_sequence) == ("replicating", 5)

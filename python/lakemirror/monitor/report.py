@@ -108,7 +108,7 @@ def to_text(report: WarehouseReport) -> str:
         return redact("\n".join([*lines, "no tables mirrored yet"]))
     header = ["table", *(name for name, _ in COLUMNS), "error"]
     body = [[f"{r.schema}.{r.table}", *(_cell(value(report, r)) for _, value in COLUMNS),
-             f"[{r.error_class}] {r.error}" if r.error else
+             f"[{r.error_class}] {r.error}" if r.error and r.error_class else r.error or
              "; ".join(f"warning: {warning}" for warning in r.warnings)] for r in report.records]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header) - 1)]
     return redact("\n".join([*lines, *(
