@@ -196,6 +196,14 @@ def test_staged_files_count_as_pending_until_applied_and_keep_their_landing_time
     assert third.applied_latency_seconds == second.applied_latency_seconds  # nothing new
 
 
+def test_a_table_without_pending_files_has_no_pending_age():
+    """A retired table keeps its last record, times of its last files included, with no file
+    pending: no age is shown for files that will never be applied."""
+    kept = _record(files_pending=0, pending_landed=(monitor.Landed(2, time.time_ns()),))
+    assert kept.oldest_pending_landed is None
+    assert _record(files_pending=1, pending_landed=kept.pending_landed).oldest_pending_landed
+
+
 def test_an_idle_run_records_its_time_without_a_delta_commit(tmp_path):
     layout = Warehouse(tmp_path / "wh")
     record = _record(last_run="2026-01-01T00:00:00+00:00")

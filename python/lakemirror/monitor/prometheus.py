@@ -14,7 +14,7 @@ from lakemirror.monitor.report import WarehouseReport
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-STATUSES = ("replicating", "waiting", "failed", "degraded", "dropped")  # each a 0/1 series
+STATUSES = ("replicating", "waiting", "failed", "degraded", "retired")  # each a 0/1 series
 Measure = Callable[[WarehouseReport, TableMonitor], float | None]
 TABLE_GAUGES: tuple[tuple[str, str, Measure], ...] = (
     ("files_pending", "Files landed and not yet applied (behind a gap too).",

@@ -53,8 +53,9 @@ class TableMonitor:
 
     @property
     def oldest_pending_landed(self) -> datetime | None:
-        """When the oldest file not yet applied landed (its last-modified time as listed)."""
-        if not self.pending_landed:
+        """When the oldest file not yet applied landed (its last-modified time as listed);
+        None when none is pending (a retired table keeps the times of its last files)."""
+        if not self.pending_landed or not self.files_pending:
             return None
         oldest = min(landed.landed_ns for landed in self.pending_landed)
         return datetime.fromtimestamp(oldest / 1e9, timezone.utc)
