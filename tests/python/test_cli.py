@@ -261,9 +261,9 @@ def test_killed_run_then_rerun_gives_exactly_the_reference(zone, tmp_path, kill_
     assert mirrored_rows(tmp_path / "wh", "dbo", "t") == as_multiset(expected)
 
 
-def test_status_before_any_run_says_so(tmp_path):
-    result = run_cli("status", "--warehouse", str(tmp_path / "wh"))
-    assert result.exit_code == 0 and result.output.strip() == "no tables mirrored yet"
+def test_status_of_a_folder_no_run_wrote_is_a_configuration_error(tmp_path):
+    result = CliRunner().invoke(cli, ["status", "--warehouse", str(tmp_path / "wh")])
+    assert result.exit_code == 2 and "is not a lakemirror warehouse" in result.output
 
 
 @pytest.mark.slow
@@ -277,13 +277,14 @@ def test_status_counts_files_staged_but_not_yet_applied(zone, tmp_path):
     def recorded():
         shown = run_cli("status", "--json", "--warehouse", str(tmp_path / "wh"))
         [table] = json.loads(shown.output)["tables"]
-        return table["last_sequence_staged"], table["last_sequence_applied"], table["rows"]
+        return (table["last_sequence_staged"], table["last_sequence_applied"], table["rows"],
+                table["files_pending"])
 
     assert run_cli("ingest", env=env).exit_code == 0
-    assert recorded() == (2, 0, None)  # staged by ingest, for a dbt build to apply
+    assert recorded() == (2, 0, None, 2)  # staged by ingest, for a dbt build to apply
     assert "last_sequence_staged" in run_cli("status", "--warehouse", str(tmp_path / "wh")).output
     assert run_cli("run", env=env).exit_code == 0
-    assert recorded() == (2, 2, 2)
+    assert recorded() == (2, 2, 2, 0)
 
 
 STATUS_THEN_MODULES = """

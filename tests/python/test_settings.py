@@ -92,6 +92,6 @@ def test_maintenance_can_be_left_to_the_maintain_command():
 def test_debug_leaves_the_process_environment_as_it_was(tmp_path, monkeypatch):
     monkeypatch.delenv(DEBUG, raising=False)
     before = dict(os.environ)
-    result = CliRunner().invoke(cli, ["--debug", "status", "--warehouse", str(tmp_path)])
+    result = CliRunner().invoke(cli, ["--debug", "inspect", "--warehouse", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert dict(os.environ) == before

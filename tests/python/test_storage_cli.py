@@ -6,6 +6,7 @@ the project or the warehouse."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -108,8 +109,10 @@ def test_status_output_and_records_redact_a_credential_in_an_error():
 
     remember(SENTINEL)
     failed = status.TableStatus("dbo", "t", "failed", 3, None, f"GET ?sas={SENTINEL} failed")
-    ingested = SimpleNamespace(last_sequence=3, files_pending=0, staged_rows=0, staged_bytes=0)
+    ingested = SimpleNamespace(last_sequence=3, files_pending=0, staged_rows=0, staged_bytes=0,
+                               landed=())
     record = monitor.monitor_record(ingested, failed, None, 0, applied_now=False)
+    report = monitor.WarehouseReport([record], None, None, 3600.0, datetime.now(timezone.utc))
     outputs = [status.to_json([failed]), status.to_text([failed]), record.error,
-               monitor.to_json([record], None), monitor.to_text([record], None)]
+               monitor.to_json(report), monitor.to_text(report)]
     assert all("***" in output and SENTINEL not in output for output in outputs), outputs

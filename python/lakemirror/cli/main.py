@@ -13,6 +13,7 @@ import click
 from lakemirror.bench.cli import bench
 from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
+from lakemirror.cli.status import status
 from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.environment import read_settings
 from lakemirror.storage.secrets import redact
@@ -184,22 +185,6 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
     sys.exit(1 if any(status.unhealthy for status in statuses) else 0)
 
 
-@cli.command(name="status")
-@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
-              help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def table_status(warehouse: Location, as_json: bool) -> None:
-    """Per-table monitoring from the last run: status, files pending, rows, errors."""
-    from lakemirror import monitor
-    from lakemirror.staging import Warehouse
-    from lakemirror.storage.warehouse import warehouse_location
-
-    layout = Warehouse(warehouse_location(warehouse))
-    records, partner = monitor.read_records(layout), monitor.read_partner(layout)
-    click.echo(monitor.to_json(records, partner) if as_json else monitor.to_text(records, partner))
-    sys.exit(1 if any(record.status in ("failed", "degraded") for record in records) else 0)
-
-
 @cli.command()
 @click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder [env LAKEMIRROR_WAREHOUSE].")
@@ -318,6 +303,7 @@ def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> No
 
 cli.add_command(bench)  # its options live with the benchmark
 cli.add_command(engine)
+cli.add_command(status)
 
 
 @cli.command()

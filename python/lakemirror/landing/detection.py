@@ -71,7 +71,7 @@ class Detection:
     pending: list[SequenceFile]
     staged_in_place: list[PurePath]
     waiting_for: str | None = None
-    blocked: int = 0  # files after a gap or a file in flight
+    blocked: tuple[SequenceFile, ...] = ()  # files after a gap or a file in flight
     warnings: tuple[str, ...] = ()
     settling: Settling | None = None  # when the file in flight is only settling
     staged_listed: tuple[Entry, ...] = ()
@@ -112,7 +112,7 @@ def _until_in_flight(table: LandingTable, metadata: TableMetadata, detection: De
         if reason is not None:
             seconds = settles_in(entry, window) if entry.size else 0.0
             return replace(detection, pending=detection.pending[:index], waiting_for=reason,
-                           blocked=detection.blocked + len(detection.pending) - index,
+                           blocked=(*detection.pending[index:], *detection.blocked),
                            settling=Settling(file.path, seconds) if seconds else None)
     return detection
 
@@ -140,7 +140,8 @@ def _by_sequence_number(table: LandingTable, metadata: TableMetadata, staged: St
     expected = staged.last_sequence + 1
     for number in sorted(n for n in numbered if n > staged.last_sequence):
         if number != expected:
-            blocked = len([n for n in numbered if n > expected])
+            blocked = tuple(_sequence_file(n, numbered[n]) for n in sorted(numbered)
+                            if n > expected)
             missing = sequence_file_name(expected, suffixes[0])
             return Detection(pending, _in_place(numbered, staged),
                              f"waiting for missing file {missing}", blocked, staged_listed=listed)

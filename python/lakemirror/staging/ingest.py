@@ -86,6 +86,7 @@ class IngestResult:
     error_class: Literal["user", "system"] | None = None
     error_type: str | None = None  # the failure's class, as reported
     damaged: bool = False  # its Delta log is damaged: the table is neither built nor attached
+    landed: tuple[SequenceFile, ...] = ()  # the new files listed: staged now, or still waiting
 
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
@@ -106,14 +107,15 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     current: PurePath | None = None  # the file being staged
 
     def result(status: Status, error: LakemirrorError | str | None = None) -> IngestResult:
-        pending = len(detection.pending) - staged_files + detection.blocked
+        pending = len(detection.pending) - staged_files + len(detection.blocked)
         error_class = error.error_class if isinstance(error, LakemirrorError) else None
         return IngestResult(table, status,
                             replace(metadata, warnings=(*metadata.warnings, *warnings)),
                             staged.last_sequence, staged_files, staged_rows, staged_bytes,
                             pending, None if error is None else str(error), error_class,
                             type(error).__name__ if isinstance(error, LakemirrorError) else None,
-                            isinstance(error, CorruptTableError))
+                            isinstance(error, CorruptTableError),
+                            (*detection.pending, *detection.blocked))
 
     try:
         if table.problem is not None:

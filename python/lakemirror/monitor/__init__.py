@@ -1,0 +1,28 @@
+"""Table monitoring, like Fabric's: what each run records per table in the warehouse, the
+publisher's `_partnerEvents.json`, and what `lakemirror status` makes of them."""
+
+from lakemirror.monitor.partner import (
+    PARTNER_EVENTS_FILE,
+    PartnerInfo,
+    parse_partner_events,
+    read_partner,
+    record_partner_events,
+)
+from lakemirror.monitor.pending import Landed
+from lakemirror.monitor.records import (
+    TableMonitor,
+    applied_positions,
+    monitor_record,
+    read_monitor,
+    read_records,
+    with_recorded_folders,
+    write_monitor,
+)
+from lakemirror.monitor.report import WarehouseReport, read_report, to_json, to_text
+
+__all__ = [
+    "PARTNER_EVENTS_FILE", "Landed", "PartnerInfo", "TableMonitor", "WarehouseReport",
+    "applied_positions", "monitor_record", "parse_partner_events", "read_monitor", "read_partner",
+    "read_records", "read_report", "record_partner_events", "to_json", "to_text",
+    "with_recorded_folders", "write_monitor",
+]
