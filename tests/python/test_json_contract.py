@@ -17,6 +17,7 @@ from lakemirror.errors import ExitCode
 from lakemirror.reference import ROW_MARKER as M
 
 from conftest import Zone, copy_project
+from test_orchestration import load_example
 from test_packaging import BIN
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -139,3 +140,38 @@ def test_refusals_to_protect_the_data_exit_3_with_their_reason(tmp_path, project
         error = error_of(invoke(*command_line(command, tmp_path, *warehouse)),
                          ExitCode.REFUSED)
         assert error["kind"] == "MassDropError" and "--confirm-drops" in error["fix"], error
+
+
+def test_the_airflow_examples_job_reads_each_exit_code(tmp_path, project, monkeypatch):
+    """docs/pages/examples/airflow_dag.py's `outcome`, given real invocations' outputs."""
+    example = load_example()
+    zone = Zone(tmp_path / "zone")
+    zone.table("Customers", ["id"])
+    zone.write("Customers", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    warehouse = ("--warehouse", str(tmp_path / "wh"))
+
+    missing = invoke(*command_line("run", tmp_path))
+    with pytest.raises(example.MirrorMisconfigured, match="exited with 2: UsageError: .*"
+                                                          "--warehouse"):
+        example.outcome(missing.exit_code, missing.stdout)
+    healthy = invoke(*command_line("ingest", tmp_path, *warehouse))
+    status = example.outcome(healthy.exit_code, healthy.stdout)
+    assert status["exit_code"] == 0 and status["tables"][0]["table"] == "customers"
+    example.check(status)
+    wrong = invoke("run", "--json", "--landing-zone", str(tmp_path), *warehouse,
+                   "--project-dir", str(project))
+    with pytest.raises(example.MirrorRefused, match="exited with 3: ZoneBindingError: .*Fix: "
+                                                    "pass --landing-zone"):
+        example.outcome(wrong.exit_code, wrong.stdout)
+
+    from lakemirror.service import MirrorService
+
+    def broken(*args, **kwargs):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(MirrorService, "run", broken)
+    failed = invoke(*command_line("run", tmp_path, *warehouse))
+    with pytest.raises(example.MirrorFailed, match="exited with 1: UnexpectedError: .*oops"):
+        example.outcome(failed.exit_code, failed.stdout)
+    with pytest.raises(example.MirrorFailed, match="exited with -9: Killed"):
+        example.outcome(-9, "", "Killed")  # no document from a killed process

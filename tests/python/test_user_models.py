@@ -13,6 +13,7 @@ from lakemirror.reference import ROW_MARKER as M
 from lakemirror.reference import apply_changes
 
 from conftest import as_multiset, copy_project, mirrored_rows
+from test_orchestration import load_example
 from test_packaging import publish
 
 FILES = [[{"id": 1, "name": "a", M: 0}, {"id": 2, "name": "b", M: 0}],
@@ -63,6 +64,10 @@ def test_user_models_failing_at_run_time_are_reported_and_fail_the_run(tmp_path)
     assert "Compilation Error in model broken_jinja" in models["broken_jinja"]["error"]
     assert models["after_broken"]["status"] == "skipped"
     assert {model["resource_type"] for model in document["models"]} == {"model"}
+    example = load_example()  # the Airflow example's job goes on, and fails at its end
+    status = example.outcome(result.exit_code, result.stdout)
+    with pytest.raises(example.MirrorFailed, match="model broken_sql error: .*no_such_column"):
+        example.check(status)
 
     printed = lakemirror_run(tmp_path, project)  # nothing new, but the models are built again
     assert printed.exit_code == 1, printed.output
