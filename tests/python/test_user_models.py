@@ -66,7 +66,7 @@ def test_user_models_failing_at_run_time_are_reported_and_fail_the_run(tmp_path)
     assert {model["resource_type"] for model in document["models"]} == {"model"}
     example = load_example()  # the Airflow example's job goes on, and fails at its end
     status = example.outcome(result.exit_code, result.stdout)
-    with pytest.raises(example.MirrorFailed, match="model broken_sql error: .*no_such_column"):
+    with pytest.raises(example.MirrorFailed, match="(?s)model broken_sql error: .*no_such_column"):
         example.check(status)
 
     printed = lakemirror_run(tmp_path, project)  # nothing new, but the models are built again
