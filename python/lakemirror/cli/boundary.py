@@ -33,7 +33,7 @@ def error_document(kind: str, message: str, *, fix: str | None = None,
 
 
 class ErrorBoundary(click.Group):
-    """Domain errors → their exit code and their message (one line on stderr, or the JSON
+    """Domain errors → their exit code and their message (one line on stderr, and the JSON
     error document on stdout with `--json`); usage errors → exit code 2, as JSON too with
     `--json`; any other error (a bug) → exit code 1 the same way, and the traceback only with
     --debug."""
@@ -42,15 +42,15 @@ class ErrorBoundary(click.Group):
         ctx.meta[_WANTS_JSON] = asks_for_json(args)
         try:
             return super().parse_args(ctx, args)
-        except click.UsageError as error:
+        except click.ClickException as error:
             _usage_error(ctx, error)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except click.UsageError as error:
+        except click.ClickException as error:
             _usage_error(ctx, error)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except (click.exceptions.Exit, click.Abort):
             raise
         except LakemirrorError as error:
             if ctx.meta.get("debug"):
@@ -67,13 +67,13 @@ class ErrorBoundary(click.Group):
                   f"error: {message} Fix: {fix}")
 
 
-def _usage_error(ctx: click.Context, error: click.UsageError) -> NoReturn:
-    """A command line click refuses: click's usage message, or the JSON error document."""
+def _usage_error(ctx: click.Context, error: click.ClickException) -> NoReturn:
+    """A command line click refuses (or an argument it cannot use): click's own message, or
+    the JSON error document (exit code 2)."""
     if not ctx.meta.get(_WANTS_JSON):
         raise error
-    hint = None
-    if error.ctx is not None:
-        hint = f"see `{error.ctx.command_path} --help`"
+    command = getattr(error, "ctx", None)
+    hint = None if command is None else f"see `{command.command_path} --help`"
     _fail(ctx, ExitCode.CONFIG, error_document("UsageError", error.format_message(), fix=hint),
           f"error: {error.format_message()}")
 
