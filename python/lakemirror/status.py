@@ -67,7 +67,8 @@ def models_text(models: Sequence[NodeStatus]) -> str:
     if not models:
         return ""
     failed = [node for node in models if node.failed]
-    lines = [f"project: {len(models)} nodes built, {len(failed)} failed"]
+    lines = [f"models and tests of the project: {len(models) - len(failed)} ok, "
+             f"{len(failed)} failed"]
     lines += [f"  {node.resource_type} {node.name} {node.status}: {node.error or 'no message'}"
               for node in failed]
     return redact("\n".join(lines))

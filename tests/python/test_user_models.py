@@ -71,7 +71,7 @@ def test_user_models_failing_at_run_time_are_reported_and_fail_the_run(tmp_path)
 
     printed = lakemirror_run(tmp_path, project)  # nothing new, but the models are built again
     assert printed.exit_code == 1, printed.output
-    assert "project: 4 nodes built, 3 failed" in printed.stdout
+    assert "models and tests of the project: 1 ok, 3 failed" in printed.stdout
     assert "model broken_sql error:" in printed.stdout
 
 

@@ -163,7 +163,7 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
     from lakemirror.status import models_text, to_json, to_text
 
     click.echo(to_json(statuses, warnings, models) if as_json
-               else "\n".join(filter(None, [to_text(statuses), models_text(models)])))
+               else "\n".join(filter(None, [models_text(models), to_text(statuses)])))
     failed = any(status.unhealthy for status in statuses) or any(node.failed for node in models)
     sys.exit(ExitCode.FAILED if failed else ExitCode.HEALTHY)
 
