@@ -93,3 +93,33 @@ def test_a_project_dbt_cannot_parse_still_mirrors_and_names_the_broken_model(tmp
     assert "depends on a node named 'no_such_model'" in model["error"]
     assert "none of its own models and tests were built" in model["error"]
     assert not (project / ".dbtignore").exists()  # the project itself is never touched
+
+
+def test_the_mirror_only_view_links_the_project_and_hides_all_but_macros_and_mirror_models(
+        tmp_path):
+    import pathspec
+
+    from lakemirror.run.mirror_only import mirror_only_project
+
+    project = tmp_path / "project"
+    for folder in ("models/mirror/dbo", "models/user", "my_macros", "tests", "target"):
+        (project / folder).mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: p\nmacro-paths: [my_macros]\n")
+    (project / ".dbtignore").write_text("models/mirror/dbo/scratch.sql\n")
+    view = mirror_only_project(project, tmp_path / "home")
+    assert mirror_only_project(project, tmp_path / "home") == view  # one view per project
+    assert {entry.name for entry in view.iterdir()} == {
+        "dbt_project.yml", "models", "my_macros", "tests", ".dbtignore"}  # dbt's target: own
+    assert (view / "models").resolve() == project / "models"
+    ignored = pathspec.PathSpec.from_lines("gitwildmatch", (view / ".dbtignore").open())
+    assert {path: ignored.match_file(path) for path in (
+        "models/mirror/dbo/dbo__t.sql", "models/mirror/dbo/history/dbo__t__history.sql",
+        "models/mirror/dbo/_dbo__t.yml", "my_macros/m.sql", "models/user/report.sql",
+        "models/top.sql", "tests/t.sql", "macros/m.sql", "models/mirror/dbo/scratch.sql")} == {
+        "models/mirror/dbo/dbo__t.sql": False, "models/mirror/dbo/history/dbo__t__history.sql":
+        False, "models/mirror/dbo/_dbo__t.yml": False, "my_macros/m.sql": False,
+        "models/user/report.sql": True, "models/top.sql": True, "tests/t.sql": True,
+        "macros/m.sql": True, "models/mirror/dbo/scratch.sql": True}
+    (project / "tests").rmdir()
+    assert "tests" not in {entry.name for entry in mirror_only_project(
+        project, tmp_path / "home").iterdir()}  # gone from the project, gone from the view

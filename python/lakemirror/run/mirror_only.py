@@ -35,13 +35,13 @@ def mirror_only_project(project_dir: Path, home: Path) -> Path:
 
 
 def _ignored(project_dir: Path) -> str:
-    """The view's `.dbtignore`: the project's own, then every file but the macros' and the
-    generated models'."""
+    """The view's `.dbtignore`: every file but the macros' and the generated models', then
+    the project's own (the last pattern that matches a file decides)."""
     own = project_dir / IGNORE_FILE
     kept = [f"!/{path.strip('/')}/" for path in _macro_paths(project_dir)]
-    return "\n".join([*(own.read_text().splitlines() if own.is_file() else []),
-                      "/*", *kept, f"!/{MIRROR_FOLDER.parts[0]}/",
-                      f"/{MIRROR_FOLDER.parts[0]}/*", f"!/{MIRROR_FOLDER.as_posix()}/", ""])
+    return "\n".join(["/*", *kept, f"!/{MIRROR_FOLDER.parts[0]}/",
+                      f"/{MIRROR_FOLDER.parts[0]}/*", f"!/{MIRROR_FOLDER.as_posix()}/",
+                      *(own.read_text().splitlines() if own.is_file() else []), ""])
 
 
 def _macro_paths(project_dir: Path) -> list[str]:
