@@ -141,7 +141,7 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
         watch(service, interval, stop, on_run, tables)
     except KeyboardInterrupt:
         pass
-    sys.exit(0)
+    sys.exit(ExitCode.HEALTHY)
 
 
 @cli.command()
