@@ -91,6 +91,12 @@ def test_a_bad_setting_is_a_configuration_error_document(tmp_path):
     assert error["kind"] == "ConfigError" and "LAKEMIRROR_MAINTENANCE_HOURS" in error["message"]
 
 
+def test_a_path_that_is_no_warehouse_is_a_configuration_error_document(tmp_path):
+    for command in ("status", "inspect"):
+        result = invoke(command, "--json", "--warehouse", str(tmp_path / "no-such-folder"))
+        assert error_of(result, ExitCode.CONFIG)["kind"] == "ConfigError", command
+
+
 def test_an_unexpected_error_is_a_document_too(tmp_path, monkeypatch):
     from lakemirror.cli import inspect
 
