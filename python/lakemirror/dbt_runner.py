@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -14,7 +15,12 @@ from lakemirror.dbt_vars import WAREHOUSE_VAR
 from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.identity import Engine
 from lakemirror.engine.spark import missing_delta_hint, prepare_spark_session
-from lakemirror.errors import ConfigError, LakemirrorError, ServerStorageError
+from lakemirror.errors import (
+    ConfigError,
+    LakemirrorError,
+    ProjectParseError,
+    ServerStorageError,
+)
 from lakemirror.node_result import NodeResult
 from lakemirror.parsed_projects import parse_project, parsed_manifest
 from lakemirror.environment import process_environment
@@ -69,6 +75,8 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     if (unreachable := _server_storage_error(command, engine, warehouse,
                                              outcome.exception)) is not None:
         raise unreachable
+    if (unparsed := _parse_error(command, outcome.exception)) is not None:
+        raise unparsed
     if outcome.exception is not None:
         raise ConfigError(f"dbt {command} could not run: {outcome.exception}",
                           hint=(missing_delta_hint(str(outcome.exception), engine)
@@ -125,6 +133,21 @@ def _lakemirror_error(error: BaseException | None) -> LakemirrorError | None:
     while error is not None and not isinstance(error, LakemirrorError):
         error = error.__cause__ or error.__context__
     return error
+
+
+def _parse_error(command: str, error: BaseException | None) -> ProjectParseError | None:
+    """The error to stop on when dbt could not parse the project's files (a node's Jinja or
+    `ref`, a yml), naming the node dbt blames when it names one; None otherwise."""
+    from dbt.exceptions import ParsingError
+    from dbt_common.exceptions import CompilationError
+
+    if not isinstance(error, (CompilationError, ParsingError)):
+        return None
+    node = getattr(getattr(error, "node", None), "unique_id", None)
+    named = re.search(r"\b(?:model|seed|snapshot|test|analysis)\.[\w.-]+\w", str(error))
+    return ProjectParseError(f"dbt {command} could not parse the project: {error}",
+                             node=node or (named.group(0) if named else None),
+                             hint="fix the file dbt names (`dbt parse` shows it)")
 
 
 def _server_storage_error(command: str, engine: Engine, warehouse: str,

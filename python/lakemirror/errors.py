@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import IntEnum
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from lakemirror.node_result import NodeResult
 
 
+class ExitCode(IntEnum):
+    """The exit codes of every `lakemirror` command, documented once (docs/pages/deploy.md,
+    "Running unattended")."""
+
+    HEALTHY = 0  # every table and model healthy (a table waiting for its next file is)
+    FAILED = 1  # some tables or models failed, or the run did: the next run may get further
+    CONFIG = 2  # a configuration or usage error: nothing was done until it is fixed
+    REFUSED = 3  # refused to protect the data: nothing was written or dropped; a person decides
+
+
 class LakemirrorError(Exception):
     """Base error; the CLI turns it into a clean message and an exit code."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.FAILED
     error_class: Literal["user", "system"] = "system"  # user: the landing zone must change
 
     def __init__(self, message: str, *, table: str | None = None, file: str | None = None,
@@ -37,7 +48,25 @@ class LakemirrorError(Exception):
 class ConfigError(LakemirrorError):
     """Bad usage or configuration (exit code 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
+
+
+class ProjectParseError(ConfigError):
+    """dbt cannot parse the project (a model's Jinja, a `ref` to no model, a bad yml); `node`
+    is the unique id of the node it names, when it names one."""
+
+    def __init__(self, message: str, *, node: str | None = None, hint: str | None = None
+                 ) -> None:
+        super().__init__(message, hint=hint)
+        self.node = node
+
+
+class RefusedError(LakemirrorError):
+    """A command refused, as asked, to protect the data (exit code 3): nothing was written
+    or dropped; the message says what a person must decide."""
+
+    exit_code = ExitCode.REFUSED
+    error_class: Literal["user", "system"] = "user"
 
 
 class LandingZoneError(LakemirrorError):
@@ -91,25 +120,19 @@ class ZoneAccessError(LandingZoneError):
     file system, or an entry that vanished meanwhile."""
 
 
-class ZoneBindingError(LakemirrorError):
+class ZoneBindingError(RefusedError):
     """The run's landing zone is not the zone the warehouse mirrors: another folder, a folder
     inside it, or the two folders swapped. Refused before anything is written or dropped."""
 
-    error_class: Literal["user", "system"] = "user"
 
-
-class MassDropError(LakemirrorError):
+class MassDropError(RefusedError):
     """A run would drop more of the mirrored tables at once than it may without confirmation
     (a wrong or half-mounted landing zone looks the same). Refused before anything is dropped."""
 
-    error_class: Literal["user", "system"] = "user"
 
-
-class RestoreError(LakemirrorError):
+class RestoreError(RefusedError):
     """A dropped table cannot be restored as asked: no copy of it is kept, a live table has its
     name, or its landing folder is missing or another incarnation."""
-
-    error_class: Literal["user", "system"] = "user"
 
 
 class StorageError(LakemirrorError):
@@ -120,14 +143,14 @@ class StorageError(LakemirrorError):
 class EngineError(LakemirrorError):
     """The Spark engine could not be started or reached."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
 
 
 class UnreachableServerError(EngineError):
     """A remote Spark Connect server did not answer in time: the run fails (exit code 1) and
     its staged files wait for the next run."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 class ServerStorageError(EngineError):
@@ -136,20 +159,20 @@ class ServerStorageError(EngineError):
     writing anything (exit code 2, as for lakemirror's own settings), and the next run, on a
     server that reaches it, mirrors everything."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
 
 
 class LockTimeoutError(LakemirrorError):
     """Another lakemirror run kept a table locked longer than the lock timeout (exit code 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
 
 
 class LockLostError(LakemirrorError):
     """The lease this run held on a table of a warehouse in object storage expired unrenewed
     or was taken over: nothing more is committed for the table (exit code 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
 
 
 class CorruptTableError(LakemirrorError):

@@ -67,5 +67,7 @@ def built_with(layout: Warehouse) -> str | None:
     return state if isinstance(state, str) else None
 
 
-def record_build(layout: Warehouse, state: str) -> None:
+def record_build(layout: Warehouse, state: str | None) -> None:
+    """Record the project state of this build; None when the build left nodes of the
+    project's own failed, so that the next run builds again (and reports them again)."""
     layout.storage.write_text(STATE_FILE, json.dumps({"project_state": state}))

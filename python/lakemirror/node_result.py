@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# dbt's statuses of a node that did not do its work (skipped: for a failure upstream).
+FAILED_STATUSES = frozenset({"error", "fail", "skipped", "runtime error"})
+
 
 def node_kind(unique_id: str) -> str:
     """The resource type of a dbt unique id (`model` of `model.project.name`)."""
@@ -44,4 +47,4 @@ class NodeResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("error", "fail", "skipped", "runtime error")
+        return self.status in FAILED_STATUSES

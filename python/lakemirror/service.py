@@ -21,7 +21,7 @@ from lakemirror.run.scope import locked_scope
 from lakemirror.run.server_storage import check_server_storage
 from lakemirror.run.settings import RunSettings
 from lakemirror.table_scope import Scope
-from lakemirror.status import TableStatus
+from lakemirror.status import NodeStatus, TableStatus
 
 __all__ = ["PROJECT_DIR", "MirrorService", "RunSettings", "embedded_engine", "engine_address"]
 
@@ -36,6 +36,7 @@ class MirrorService:
     progress: Progress = silent
     dbt: Dbt = invoke_dbt  # how the build and the drops run dbt
     run_warnings: list[str] = field(default_factory=list)  # the last run's, about the zone
+    run_models: list[NodeStatus] = field(default_factory=list)  # the project's own, last run
     known_states: KnownStates = field(default_factory=KnownStates)  # read by its last run
     reached_storage: set[tuple[str, str]] = field(default_factory=set)  # see check_server_storage
 
@@ -62,8 +63,10 @@ class MirrorService:
                            damaged=ingest.damaged(layout, ingested),
                            run_vars=self._known_states_vars(), locks=opened.locks)
                      if staged and not idle else [])
+            self.run_models = record.project_nodes(settings, nodes)
             if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
-                record_build(layout, _state(settings))
+                healthy = not any(node.failed for node in self.run_models)
+                record_build(layout, _state(settings) if healthy else None)  # else: again
             statuses = record.statuses(settings, ingested, nodes, self.known_states)
             if idle:
                 log.progress("nothing new: no dbt build")
@@ -97,9 +100,10 @@ class MirrorService:
         return {STATES_VAR: self.known_states.current(layout.root, layout.storage)}
 
     def _log(self) -> RunLog:
-        """A new run's log; its warnings are the service's `run_warnings` from now on."""
+        """A new run's log; its warnings are the service's `run_warnings` from now on, and
+        it has built none of the project's own nodes yet (`run_models`)."""
         log = RunLog(self.progress)
-        self.run_warnings = log.warnings
+        self.run_warnings, self.run_models = log.warnings, []
         return log
 
 

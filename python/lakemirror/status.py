@@ -1,4 +1,5 @@
-"""Per-table status of a run, as a table for people and JSON for machines."""
+"""Per-table status of a run, and the outcome of the project's own nodes it built, as a table
+for people and JSON for machines."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
+from lakemirror.node_result import FAILED_STATUSES
 from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:  # the ingest machinery is not needed to show a status
@@ -34,11 +36,42 @@ class TableStatus:
         return self.status in ("failed", "degraded")
 
 
-def to_json(statuses: Sequence[TableStatus], warnings: Sequence[str] = ()) -> str:
-    """The run's JSON: each table's status, and the run's own warnings (about the zone), with
-    any credential redacted."""
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node of the project's own that a run built (a model, test, seed, snapshot or
+    hook of the user's, not a mirror table's): dbt's status and error."""
+
+    name: str
+    resource_type: str
+    status: str  # dbt's: success, error, fail, warn, pass, skipped...
+    error: str | None
+    unique_id: str
+
+    @property
+    def failed(self) -> bool:
+        """Failed (or skipped for a failure upstream): the run's exit code is then 1."""
+        return self.status in FAILED_STATUSES
+
+
+def to_json(statuses: Sequence[TableStatus], warnings: Sequence[str] = (),
+            models: Sequence[NodeStatus] = ()) -> str:
+    """The run's JSON: each table's status, each node of the project's own that it built,
+    and the run's own warnings (about the zone), with any credential redacted."""
     return redact(json.dumps({"tables": [asdict(status) for status in statuses],
+                              "models": [asdict(node) for node in models],
                               "warnings": list(warnings)}, indent=2))
+
+
+def models_text(models: Sequence[NodeStatus]) -> str:
+    """The project's own nodes a run built: one line of counts, and each failed one."""
+    if not models:
+        return ""
+    failed = [node for node in models if node.failed]
+    lines = [f"models and tests of the project: {len(models) - len(failed)} ok, "
+             f"{len(failed)} failed"]
+    lines += [f"  {node.resource_type} {node.name} {node.status}: {node.error or 'no message'}"
+              for node in failed]
+    return redact("\n".join(lines))
 
 
 def to_text(statuses: Sequence[TableStatus]) -> str:

@@ -87,7 +87,7 @@ def test_a_folder_inside_the_zone_is_refused_and_nothing_changes(tmp_path):
     wrong = setup.zone.root / "Sales.schema"
     for command, extra in (("run", ()), ("ingest", ()), ("run", ("--watch", "0.1"))):
         result = setup.run(*extra, zone=wrong, command=command)
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 3, result.output
         assert f"mirrors the landing zone {setup.zone.root}" in result.output
         assert f"{wrong} is a folder inside the bound zone" in result.output
         assert "--rebind-landing-zone" in result.output
@@ -103,7 +103,7 @@ def test_a_folder_inside_the_zone_is_refused_and_nothing_changes(tmp_path):
     recorded = json.loads(record.read_text())
     assert recorded["landing_zone"]["given"] == str(setup.zone.root)
     assert set(recorded["tables"]) == {"dbo.customers", "sales.orders"}
-    assert setup.run(zone=wrong).exit_code == 1
+    assert setup.run(zone=wrong).exit_code == 3
 
 
 def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path):
@@ -114,7 +114,7 @@ def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path
     fresh.warehouse.mkdir()
     before = checksums(fresh.zone.root)
     swapped = fresh.run(zone=fresh.warehouse, warehouse=fresh.zone.root)
-    assert swapped.exit_code == 1, swapped.output
+    assert swapped.exit_code == 3, swapped.output
     assert f"the warehouse {fresh.zone.root} looks like a landing zone" in swapped.output
     assert f"pass --landing-zone {fresh.zone.root} --warehouse {fresh.warehouse}" in (
         swapped.output)
@@ -123,7 +123,7 @@ def test_swapped_folders_are_refused_and_nothing_is_written_into_either(tmp_path
     setup = mirror(tmp_path)
     before = setup.state()
     swapped = setup.run(zone=setup.warehouse, warehouse=setup.zone.root)
-    assert swapped.exit_code == 1, swapped.output
+    assert swapped.exit_code == 3, swapped.output
     assert f"the landing zone {setup.warehouse} is a lakemirror warehouse" in swapped.output
     assert f"pass --landing-zone {setup.zone.root} --warehouse {setup.warehouse}" in (
         swapped.output)
@@ -135,7 +135,7 @@ def test_a_moved_zone_is_named_and_rebinding_follows_it(tmp_path):
     moved = tmp_path / "elsewhere"
     shutil.move(setup.zone.root, moved)
     refused = setup.run(zone=moved)
-    assert refused.exit_code == 1, refused.output
+    assert refused.exit_code == 3, refused.output
     assert "dbo.customers, sales.orders carry the same incarnation marks" in refused.output
     assert f"the zone moved from {setup.zone.root} to {moved}" in refused.output
 
@@ -148,7 +148,7 @@ def test_a_moved_zone_is_named_and_rebinding_follows_it(tmp_path):
     setup.assert_exact("Sales.schema/Orders", 2)
     assert setup.run().exit_code == 0  # bound to the new place now
     (tmp_path / "LandingZone").mkdir()
-    assert setup.run(zone=tmp_path / "LandingZone").exit_code == 1
+    assert setup.run(zone=tmp_path / "LandingZone").exit_code == 3
 
 
 def test_a_deleted_folder_is_kept_and_restore_brings_it_back(tmp_path):
@@ -168,7 +168,7 @@ def test_a_deleted_folder_is_kept_and_restore_brings_it_back(tmp_path):
     unnamed = run_cli("restore", "../customers", "--warehouse", str(setup.warehouse))
     assert unnamed.exit_code == 2 and "is not a table name" in unnamed.output
     missing = run_cli("restore", "dbo.customers", "--warehouse", str(setup.warehouse))
-    assert missing.exit_code == 1 and "has no folder for dbo.customers" in missing.output
+    assert missing.exit_code == 3 and "has no folder for dbo.customers" in missing.output
 
     # The publisher goes on in a new folder (no mark, no _ProcessedFiles/): restore adopts it.
     setup.zone.table("Customers", ["id"])
@@ -177,7 +177,7 @@ def test_a_deleted_folder_is_kept_and_restore_brings_it_back(tmp_path):
     assert restored.exit_code == 0, restored.output
     assert "restored dbo.customers" in restored.output
     live = run_cli("restore", "dbo.customers", "--warehouse", str(setup.warehouse))
-    assert live.exit_code == 1 and "a live table of that name exists" in live.output
+    assert live.exit_code == 3 and "a live table of that name exists" in live.output
 
     after = setup.run()
     assert after.exit_code == 0, after.output
@@ -194,7 +194,7 @@ def test_a_mass_drop_is_refused_until_confirmed(tmp_path):
     shutil.rmtree(setup.zone.root / "Sales.schema")
     models = setup.models()
     refused = setup.run()
-    assert refused.exit_code == 1, refused.output
+    assert refused.exit_code == 3, refused.output
     assert "would drop 2 of the 3 mirrored tables (dbo.customers, sales.orders)" in (
         refused.output)
     assert "--confirm-drops" in refused.output
@@ -276,7 +276,7 @@ def test_swapped_urls_are_refused_and_nothing_is_written_into_either(tmp_path, m
     before = keys()
     setup = Mirror(published.zone, zone_url, copy_project(tmp_path / "project"))
     swapped = setup.run(zone=empty_url, warehouse=zone_url)
-    assert swapped.exit_code == 1, swapped.output
+    assert swapped.exit_code == 3, swapped.output
     assert f"the warehouse {zone_url} looks like a landing zone" in swapped.output
     assert f"pass --landing-zone {zone_url} --warehouse {empty_url}" in swapped.output
     assert keys() == before

@@ -70,7 +70,7 @@ def test_the_jobs_tasks_mirror_build_and_fail_on_an_unhealthy_table(tmp_path):
     env = {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "LAKEMIRROR_HOME": str(tmp_path / "home"), "LAKEMIRROR_ENGINE_PORT": str(free_port()),
            "LAKEMIRROR_LANDING_ZONE": str(zone), "LAKEMIRROR_PROJECT_DIR": str(project)}
-    with pytest.raises(example.MirrorFailed, match="(?s)exited with 2.*'--warehouse'"):
+    with pytest.raises(example.MirrorMisconfigured, match="(?s)exited with 2.*'--warehouse'"):
         example.mirror(str(project), env)  # no warehouse: a configuration error
     env["LAKEMIRROR_WAREHOUSE"] = str(warehouse)
 
@@ -91,6 +91,8 @@ def test_the_jobs_tasks_mirror_build_and_fail_on_an_unhealthy_table(tmp_path):
     with pytest.raises(example.MirrorFailed, match=r"dbo\.customers failed: .*00000000000000000003"):
         example.check(status)
     assert example._run(["lakemirror", "engine", "status"], str(project), env).returncode == 1
+    with pytest.raises(example.MirrorRefused, match="exited with 3: ZoneBindingError: .*Fix: "):
+        example.mirror(str(project), {**env, "LAKEMIRROR_LANDING_ZONE": str(tmp_path)})
 
     with pytest.raises(RuntimeError, match="dbt build --select nothing_here exited"):
         example.build(str(project), {**env, "LAKEMIRROR_TARGET": "nope"},

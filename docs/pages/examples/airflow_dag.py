@@ -2,8 +2,10 @@
 
 Every 15 minutes: `lakemirror run --json` mirrors the landing zone and builds the project, then
 the project's own `dbt build` runs, then the run fails if lakemirror reported a table failed or
-degraded. The three task functions are plain Python (call them from any scheduler, or from a
-test); only the block at the end is Airflow's, and it is skipped where Airflow is not installed.
+degraded, or a model or test of the project failed. `outcome` reads each exit code as
+deploy.md's "Running unattended" documents it. The task functions are plain Python (call them
+from any scheduler, or from a test); only the block at the end is Airflow's, and it is skipped
+where Airflow is not installed.
 
 The worker needs lakemirror installed (`pip install lakemirror`), the dbt project checked out at
 LAKEMIRROR_PROJECT_DIR with `dbt deps` run once after each checkout, and the usual settings in its
@@ -22,25 +24,53 @@ from typing import Any
 
 PROJECT_DIR = os.environ.get("LAKEMIRROR_PROJECT_DIR", "/opt/analytics")
 UNHEALTHY = ("failed", "degraded")
+FAILED_NODES = ("error", "fail", "skipped", "runtime error")
+
+try:  # Airflow fails a task raising this at once, without its retries
+    from airflow.exceptions import AirflowFailException as NoRetry
+except ImportError:
+    NoRetry = RuntimeError
 
 
 class MirrorFailed(RuntimeError):
-    """lakemirror could not mirror, or mirrored with tables failed or degraded."""
+    """lakemirror could not mirror, or mirrored with tables or models failed: running it
+    again may get further (Airflow retries the task)."""
+
+
+class MirrorMisconfigured(NoRetry):
+    """Exit code 2: a setting or the command line is wrong; retrying cannot help."""
+
+
+class MirrorRefused(NoRetry):
+    """Exit code 3: lakemirror refused to protect the data (a wrong landing zone, a mass
+    drop); nothing was written or dropped, and a person decides what is right."""
 
 
 def mirror(project_dir: str = PROJECT_DIR, env: Mapping[str, str] | None = None
            ) -> dict[str, Any]:
-    """`lakemirror run --json` in the project; returns its status with the exit code.
-
-    Exit code 0: every table healthy. 1: some table failed or is degraded, and the others are
-    mirrored, so the job goes on (`check` fails it at the end). 2 (configuration, e.g. a
-    missing setting) or anything else: nothing to build on, so this raises at once."""
+    """`lakemirror run --json` in the project; returns its status with the exit code (see
+    `outcome`)."""
     done = _run(["lakemirror", "run", "--json"], project_dir, env)
-    if done.returncode not in (0, 1):
-        raise MirrorFailed(f"lakemirror run exited with {done.returncode}: "
-                           f"{done.stderr.strip() or done.stdout.strip()}")
-    status: dict[str, Any] = json.loads(done.stdout)
-    return {"exit_code": done.returncode, **status}
+    return outcome(done.returncode, done.stdout, done.stderr)
+
+
+def outcome(exit_code: int, stdout: str, stderr: str = "") -> dict[str, Any]:
+    """What the job does with `lakemirror run --json`'s exit code and document.
+
+    0: every table and model healthy. 1 with tables and models: some failed, the others are
+    mirrored, so the job goes on (`check` fails it at the end). 1 with an `error` object: the
+    run itself failed (raises; retried). 2: a configuration error (raises, no retry). 3: a
+    refusal to protect the data (raises, no retry). Any other code: the process was killed
+    (raises; a run is safe to retry)."""
+    document: dict[str, Any] = json.loads(stdout) if stdout.strip() else {}
+    error = document.get("error")
+    if exit_code in (0, 1) and error is None:
+        return {"exit_code": exit_code, **document}
+    reason = (f"{error['kind']}: {error['message']}" + (f" Fix: {error['fix']}"
+                                                         if error["fix"] else "")
+              if error else stderr.strip()[-2000:])
+    failure = {2: MirrorMisconfigured, 3: MirrorRefused}.get(exit_code, MirrorFailed)
+    raise failure(f"lakemirror run exited with {exit_code}: {reason}")
 
 
 def build(project_dir: str = PROJECT_DIR, env: Mapping[str, str] | None = None,
@@ -61,12 +91,14 @@ def build(project_dir: str = PROJECT_DIR, env: Mapping[str, str] | None = None,
 
 
 def check(status: Mapping[str, Any]) -> None:
-    """Fail the job when `mirror` reported a table failed or degraded (after the build)."""
-    unhealthy = [table for table in status["tables"] if table["status"] in UNHEALTHY]
-    if unhealthy:
-        raise MirrorFailed("; ".join(
-            f"{table['schema']}.{table['table']} {table['status']}: {table['error']}"
-            for table in unhealthy))
+    """Fail the job when `mirror` reported a table failed or degraded, or a model or test of
+    the project failed (after the build)."""
+    problems = [f"{table['schema']}.{table['table']} {table['status']}: {table['error']}"
+                for table in status["tables"] if table["status"] in UNHEALTHY]
+    problems += [f"{node['resource_type']} {node['name']} {node['status']}: {node['error']}"
+                 for node in status.get("models", []) if node["status"] in FAILED_NODES]
+    if problems:
+        raise MirrorFailed("; ".join(problems))
 
 
 def _run(command: list[str], cwd: str, env: Mapping[str, str] | None

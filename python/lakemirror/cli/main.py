@@ -11,42 +11,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from lakemirror.bench.cli import bench
+from lakemirror.cli.boundary import ErrorBoundary
 from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
 from lakemirror.cli.status import status
-from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.errors import ConfigError, ExitCode
 from lakemirror.environment import read_settings
-from lakemirror.storage.secrets import redact
 
 if TYPE_CHECKING:
     from lakemirror.service import MirrorService
-    from lakemirror.status import TableStatus
+    from lakemirror.status import NodeStatus, TableStatus
     from lakemirror.storage import Location
 
 Command = TypeVar("Command", bound=Callable[..., Any])
-
-class ErrorBoundary(click.Group):
-    """Domain errors → one clean line on stderr and the error's exit code; any other error
-    (a bug) → one line too, exit code 1, and the traceback only with --debug."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except LakemirrorError as error:
-            if ctx.meta.get("debug"):
-                raise
-            click.secho(f"error: {redact(str(error))}", fg="red", err=True)
-            sys.exit(error.exit_code)
-        except Exception as error:
-            if ctx.meta.get("debug"):
-                raise
-            click.secho(f"error: unexpected {type(error).__name__}: {redact(str(error))} Fix: run "
-                        "again with --debug to see the traceback, and report it", fg="red",
-                        err=True)
-            sys.exit(1)
-
 
 @click.group(cls=ErrorBoundary, context_settings={"auto_envvar_prefix": "LAKEMIRROR"})
 @click.version_option(package_name="lakemirror", prog_name="lakemirror")
@@ -115,15 +92,17 @@ def run(landing_zone: Location, warehouse: Location, project_dir: Path | None, t
         retention_days: float, tables: tuple[str, ...], lock_timeout: float,
         engine_timeout: float, rebind: bool, confirm_drops: bool, max_drop_share: float,
         as_json: bool, watch_interval: float | None) -> None:
-    """Ingest new files, generate models for new tables, run `dbt build`, print the status.
+    """Ingest new files, generate models for new tables, run `dbt build`, print the status
+    of the tables and of the project's own models and tests it built.
 
-    Exit code 0 when no table failed, 1 when some table failed, 2 for usage errors.
+    Exit code 0 when all are healthy, 1 when some failed, 2 for usage or configuration
+    errors, 3 when refused to protect the data (a wrong landing zone, a mass drop).
     """
     service = _service(landing_zone, warehouse, project_dir, target, retention_days,
                        lock_timeout, engine_timeout, as_json, rebind=rebind,
                        confirm_drops=confirm_drops, max_drop_share=max_drop_share)
     if watch_interval is None:
-        _report(service.run(tables), as_json, service.run_warnings)
+        _report(service.run(tables), as_json, service.run_warnings, service.run_models)
     else:
         _watch(service, watch_interval, tables, as_json)
 
@@ -162,7 +141,7 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
         watch(service, interval, stop, on_run, tables)
     except KeyboardInterrupt:
         pass
-    sys.exit(0)
+    sys.exit(ExitCode.HEALTHY)
 
 
 @cli.command()
@@ -178,11 +157,15 @@ def ingest(landing_zone: Location, warehouse: Location, project_dir: Path | None
     _report(service.ingest_only(tables), as_json, service.run_warnings)
 
 
-def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[str]) -> None:
-    from lakemirror.status import to_json, to_text
+def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[str],
+            models: Sequence[NodeStatus] = ()) -> None:
+    """The run's tables and the project's own nodes it built, and the exit code they make."""
+    from lakemirror.status import models_text, to_json, to_text
 
-    click.echo(to_json(statuses, warnings) if as_json else to_text(statuses))
-    sys.exit(1 if any(status.unhealthy for status in statuses) else 0)
+    click.echo(to_json(statuses, warnings, models) if as_json
+               else "\n".join(filter(None, [models_text(models), to_text(statuses)])))
+    failed = any(status.unhealthy for status in statuses) or any(node.failed for node in models)
+    sys.exit(ExitCode.FAILED if failed else ExitCode.HEALTHY)
 
 
 @cli.command()
@@ -298,7 +281,8 @@ def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> No
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
     results = report.doctor(warehouse, profiles_named(readers or ",".join(DEFAULT_READERS)))
     click.echo(report.doctor_json(results) if as_json else report.doctor_text(results))
-    sys.exit(1 if any(result.unreadable for result in results) else 0)
+    sys.exit(ExitCode.FAILED if any(result.unreadable for result in results)
+             else ExitCode.HEALTHY)
 
 
 cli.add_command(bench)  # its options live with the benchmark

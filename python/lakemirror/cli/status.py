@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from lakemirror.cli.locations import WAREHOUSE
+from lakemirror.errors import ExitCode
 from lakemirror.storage.location import Location
 
 
@@ -53,4 +54,4 @@ def status(warehouse: Location, as_json: bool, prometheus: bool,
             click.echo(exposition(report), nl=False)
     if as_json or not (prometheus or prometheus_file):
         click.echo(to_json(report) if as_json else to_text(report))
-    sys.exit(1 if report.unhealthy else 0)
+    sys.exit(ExitCode.FAILED if report.unhealthy else ExitCode.HEALTHY)

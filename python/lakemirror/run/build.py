@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from lakemirror.codegen import HISTORY_SUFFIX, MIRROR_FOLDER
 from lakemirror.conflicts import classify_conflict
-from lakemirror.errors import EngineCrashError
+from lakemirror.errors import EngineCrashError, ProjectParseError
 from lakemirror.naming import split_qualified_name, staging_table_name
 from lakemirror.node_result import NodeResult
 from lakemirror.run.dbt import Dbt
 from lakemirror.run.log import RunLog
+from lakemirror.run.mirror_only import mirror_only_project
 from lakemirror.run.settings import RunSettings
 from lakemirror.table_scope import Scope
 from lakemirror.staging.lock import HeldLocks
@@ -26,8 +29,9 @@ def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = No
     tables were selected, and never building another run's tables nor the `damaged` ones
     (model → locations, which are not attached either); models that lost a commit conflict
     are built again with backoff, and those an engine crash interrupted once more on a
-    fresh engine. `run_vars` go to dbt besides (see `invoke_dbt`); none of the run's `locks`
-    may have been lost."""
+    fresh engine. When dbt cannot parse the project, its mirror models build alone, and the
+    parse error is a failed node of the result. `run_vars` go to dbt besides (see
+    `invoke_dbt`); none of the run's `locks` may have been lost."""
     damaged = damaged or {}
     selection = _selection(settings, scope, frozenset(damaged)) if scope is not None else []
     unattached = {"lakemirror_damaged_locations": sorted(
@@ -35,6 +39,24 @@ def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = No
     extra_vars = {**(run_vars or {}), **(unattached if damaged else {})}
     locks.ensure_held()
     log.progress(f"dbt build {' '.join(selection)}".rstrip())
+    try:
+        return _build(settings, log, dbt, selection, extra_vars)
+    except ProjectParseError as unparsed:
+        log.progress(f"{unparsed.message}; building the mirror tables alone")
+        mirror_only = dataclasses.replace(settings, project_dir=mirror_only_project(
+            settings.project_dir, settings.env.home))
+        try:
+            nodes = _build(mirror_only, log, dbt, selection, extra_vars)
+        except ProjectParseError:
+            raise unparsed from None  # not the user's models: nothing builds
+        return [*nodes, NodeResult(
+            unparsed.node or "project", "error",
+            f"{unparsed.message}. dbt cannot parse the project, so none of its own models "
+            "and tests were built; the mirror tables were")]
+
+
+def _build(settings: RunSettings, log: RunLog, dbt: Dbt, selection: list[str],
+           extra_vars: Mapping[str, object]) -> list[NodeResult]:
     try:
         nodes = dbt(settings, "build", *selection, extra_vars=extra_vars)
     except EngineCrashError as crash:
@@ -44,13 +66,19 @@ def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = No
     return _rebuild_conflicts(settings, log, dbt, nodes)
 
 
+def mirror_models(project_dir: Path) -> frozenset[str]:
+    """The names of the generated mirror models (and their history models) in the project."""
+    folder = project_dir / MIRROR_FOLDER
+    return frozenset(path.stem for path in [*folder.glob("*/*.sql"),
+                                            *folder.glob("*/history/*.sql")])
+
+
 def _selection(settings: RunSettings, scope: Scope,
                skip: frozenset[str] = frozenset()) -> list[str]:
     """dbt node selection: the scope's mirror models (and their history models) when
     explicit, else all nodes but the mirror and history models of tables outside the scope
     (created meanwhile by another run)."""
-    folder = settings.project_dir / MIRROR_FOLDER
-    models = {path.stem for path in [*folder.glob("*/*.sql"), *folder.glob("*/history/*.sql")]}
+    models = mirror_models(settings.project_dir)
     skip = skip | {name + HISTORY_SUFFIX for name in skip}
     ours = {staging_table_name(*split_qualified_name(name)) for name in scope.names}
     ours = (ours | {name + HISTORY_SUFFIX for name in ours}) - skip

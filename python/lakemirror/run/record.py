@@ -1,4 +1,5 @@
-"""The end of a run: each table's status, and the monitoring records."""
+"""The end of a run: each table's status, the project's own nodes, and the monitoring
+records."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.known_states import KnownStates
 from lakemirror.delta.rows import loaded_row_count
 from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
-from lakemirror.node_result import NodeResult
+from lakemirror.node_result import NodeResult, is_model_of
+from lakemirror.run.build import mirror_models
 from lakemirror.run.log import RunLog
 from lakemirror.run.retire import retired_records
 from lakemirror.run.settings import RunSettings
 from lakemirror.table_scope import Scope
 from lakemirror.staging import IngestResult
 from lakemirror.staging.lock import control_lock
-from lakemirror.status import TableStatus
+from lakemirror.status import NodeStatus, TableStatus
 from lakemirror.table_outcome import table_status
 
 
@@ -24,6 +26,19 @@ def statuses(settings: RunSettings, ingested: list[IngestResult], nodes: list[No
     """Each ingested table's status after the build's `nodes`; the mirrored tables' Delta
     states read on the way are kept in `known` for the next build."""
     return [_status(settings, result, nodes, known) for result in ingested]
+
+
+def project_nodes(settings: RunSettings, nodes: list[NodeResult]) -> list[NodeStatus]:
+    """The nodes of the build that are the project's own: all but the mirror models (and
+    history models) and the tests on them, which the tables' statuses report."""
+    mirror = mirror_models(settings.project_dir)
+    return [NodeStatus(node.name, node.kind, node.status,
+                       None if node.status in ("success", "pass") else node.message,
+                       node.unique_id)
+            for node in nodes
+            if not is_model_of(node.unique_id, mirror)
+            and not (node.kind == "test"
+                     and any(is_model_of(parent, mirror) for parent in node.depends_on))]
 
 
 def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult],
