@@ -74,6 +74,11 @@ def models_text(models: Sequence[NodeStatus]) -> str:
     return redact("\n".join(lines))
 
 
+def run_text(statuses: Sequence[TableStatus], models: Sequence[NodeStatus] = ()) -> str:
+    """The run's printed report: the project's own nodes it built, then its tables."""
+    return "\n".join(filter(None, [models_text(models), to_text(statuses)]))
+
+
 def to_text(statuses: Sequence[TableStatus]) -> str:
     header = ("table", "folder", "status", "last file", "rows", "error")
     rows = [(f"{s.schema}.{s.table}", s.folder or "", s.status, str(s.last_sequence),

@@ -16,7 +16,7 @@ from lakemirror.landing.zone import as_door
 from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.run.log import Progress
 from lakemirror.service import MirrorService
-from lakemirror.status import TableStatus
+from lakemirror.status import NodeStatus, TableStatus
 
 Signature = frozenset[tuple[str, int, int, bool]]
 TABLE_DEPTH = 2  # <Table>/ or <Schema>.schema/<Table>/
@@ -49,17 +49,25 @@ def zone_signature(landing_zone: PurePath | ZoneDoor, *, settle_seconds: float) 
     return frozenset(entries)
 
 
+IDLE_RUN_SECONDS = 300.0  # a quiet zone is still looked at: `status` never calls it stale
+
+
 def watch(service: MirrorService, interval: float, stop: threading.Event,
-          on_run: Callable[[list[TableStatus]], None], tables: Sequence[str] = ()) -> None:
+          on_run: Callable[[list[TableStatus]], None], tables: Sequence[str] = (), *,
+          idle_run_seconds: float = IDLE_RUN_SECONDS) -> None:
     """Run the service now and then every time the zone changes, checking every `interval`
-    seconds, until `stop` is set."""
+    seconds, until `stop` is set; and at least every `idle_run_seconds`, so the warehouse
+    records that a run looked at its tables (an idle run costs a listing and the run's
+    record) and a monitor tells a quiet zone from a stopped watcher."""
     service.settings = replace(service.settings, warm=True)
     seen: Signature | None = None
+    last_run = 0.0
     while not stop.is_set():
         signature = zone_signature(service.settings.zone,
                                    settle_seconds=service.settings.env.settle_seconds)
-        if signature != seen:
+        if signature != seen or time.monotonic() - last_run >= idle_run_seconds:
             seen = signature  # taken before the run: a file landing meanwhile runs it again
+            last_run = time.monotonic()
             on_run(service.run(tables))
         stop.wait(interval)
 
@@ -84,11 +92,13 @@ class WatchReport:
                 return
         self.progress(message)
 
-    def changed(self, statuses: Sequence[TableStatus], warnings: Sequence[str]) -> bool:
+    def changed(self, statuses: Sequence[TableStatus], warnings: Sequence[str],
+                models: Sequence[NodeStatus] = ()) -> bool:
         """Whether this run's report differs from the last one shown (true for the first);
         ends the run for the warnings."""
         self._warned, self._warning = self._warning, set()
-        report = ([asdict(status) for status in statuses], sorted(warnings))
+        report = ([asdict(status) for status in statuses], sorted(warnings),
+                  [asdict(node) for node in models])
         if report == self._shown:
             return False
         self._shown = report

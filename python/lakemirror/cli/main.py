@@ -116,7 +116,7 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
     import signal
     import threading
 
-    from lakemirror.status import to_json, to_text
+    from lakemirror.status import run_text, to_json
     from lakemirror.watch import WatchReport, one_line, watch
 
     stop = threading.Event()
@@ -124,9 +124,10 @@ def _watch(service: MirrorService, interval: float, tables: tuple[str, ...],
     service.progress = report.on_progress
 
     def on_run(statuses: list[TableStatus]) -> None:
-        if report.changed(statuses, service.run_warnings if as_json else ()):
-            click.echo(one_line(to_json(statuses, service.run_warnings)) if as_json
-                       else to_text(statuses))
+        models = service.run_models
+        if report.changed(statuses, service.run_warnings if as_json else (), models):
+            click.echo(one_line(to_json(statuses, service.run_warnings, models)) if as_json
+                       else run_text(statuses, models))
 
     def interrupted(signum: int, frame: object) -> None:
         if stop.is_set():
@@ -160,10 +161,9 @@ def ingest(landing_zone: Location, warehouse: Location, project_dir: Path | None
 def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[str],
             models: Sequence[NodeStatus] = ()) -> None:
     """The run's tables and the project's own nodes it built, and the exit code they make."""
-    from lakemirror.status import models_text, to_json, to_text
+    from lakemirror.status import run_text, to_json
 
-    click.echo(to_json(statuses, warnings, models) if as_json
-               else "\n".join(filter(None, [models_text(models), to_text(statuses)])))
+    click.echo(to_json(statuses, warnings, models) if as_json else run_text(statuses, models))
     failed = any(status.unhealthy for status in statuses) or any(node.failed for node in models)
     sys.exit(ExitCode.FAILED if failed else ExitCode.HEALTHY)
 
