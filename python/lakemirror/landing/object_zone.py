@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from lakemirror.errors import UnsafeEntryError, ZoneAccessError
+from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
 from lakemirror.landing.zone_door import (
     BOTH_KINDS,
     CONTROL_FILE_LIMIT,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _SECRET = re.compile(r"\?\S*")  # a query string may carry a SAS token or a signature
+WHOLE_READ_LIMIT = 4 << 20  # an object up to this size is read in one request
 _CREDENTIALS_FIX = ("give the credentials lakemirror uses read, write and delete rights on the "
                     "landing zone's prefix (it moves staged files into _ProcessedFiles/)")
 
@@ -72,10 +73,10 @@ def object_root(url: str) -> ObjectPath:
 
 
 class ObjectFile(io.RawIOBase):
-    """An object open for reading, in ranged reads: a seekable binary file for pyarrow and the
-    readers."""
+    """An object open for reading, in ranged reads (`reader`: obstore's), or read whole into
+    memory (`reader`: a BytesIO): a seekable binary file for pyarrow and the readers."""
 
-    def __init__(self, reader: ReadableFile, path: ObjectPath, size: int) -> None:
+    def __init__(self, reader: ReadableFile | io.BytesIO, path: ObjectPath, size: int) -> None:
         super().__init__()
         self._reader = reader
         self.path = path
@@ -165,9 +166,24 @@ class ObjectZone:
         return None
 
     def open(self, path: PurePath) -> ObjectFile:
-        """The object at `path`, open for reading; an object that is also a folder is
-        refused."""
-        return self._reader(self._object(path))
+        """The object at `path`, open for reading: one request for an object of up to
+        WHOLE_READ_LIMIT bytes, read whole, ranged reads for a larger one. A folder there is
+        refused; an object that is also a folder is refused by the listing of its table
+        (`detection`), not here."""
+        import obstore
+
+        key, shown = self._key(path), cast(ObjectPath, path)
+        try:
+            result = _store_call(lambda: obstore.get(self.store, key), path, "read")
+        except FileNotFoundError:
+            raise self._missing(path) from None
+        size = int(result.meta["size"])
+        if size <= WHOLE_READ_LIMIT:
+            data = _store_call(lambda: bytes(result.bytes()), path, "read")
+            return ObjectFile(io.BytesIO(data), shown, len(data))
+        reader = _store_call(lambda: obstore.open_reader(self.store, key, size=size), path,
+                             "read")  # the whole object's answer is dropped unread
+        return ObjectFile(reader, shown, size)
 
     def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
                      etag: str | None = None) -> bytes | None:
@@ -220,21 +236,32 @@ class ObjectZone:
 
     def make_folder(self, path: PurePath) -> None:
         """Nothing to create (a folder exists once an object lies under it), but no object
-        may stand where the folder belongs."""
-        found = self.entry(path)
-        if found is not None and found.kind != "folder":
-            raise unsafe_entry(found, "a folder")
+        may stand where the folder belongs (one request: whether objects lie under it does
+        not matter)."""
+        import obstore
+
+        key = self._key(path)
+        try:
+            found = _file(path, _store_call(lambda: obstore.head(self.store, key), path, "read"))
+        except FileNotFoundError:
+            return
+        raise unsafe_entry(found, "a folder")
 
     def move(self, path: PurePath, folder: PurePath) -> PurePath:
         """Copy the object into `folder` (the copy's time is the time of the move), then
-        delete it. A crash in between leaves it in both places; moving it again (the copy
-        overwrites its earlier copy) completes the move."""
+        delete it: two requests. A crash in between leaves it in both places; moving it again
+        (the copy overwrites its earlier copy) completes the move. A folder is refused; an
+        object that is also a folder is refused by the listing of its table that found the
+        object (`detection`), not here."""
         import obstore
 
-        self._object(path)
         target = folder / path.name
         source, copy = self._key(path), self._key(target)
-        _store_call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path, "move")
+        try:
+            _store_call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path,
+                        "move")
+        except FileNotFoundError:
+            raise self._missing(path) from None
         _store_call(lambda: obstore.delete(self.store, source), path, "move")
         return target
 
@@ -251,23 +278,17 @@ class ObjectZone:
         found = self.entry(path)
         if found is None:
             raise gone(path)
-        return self._checked(found)
-
-    def _checked(self, found: Entry) -> Entry:
-        """`found`, which must be an object and not also a folder."""
         if found.kind != "file":
             raise unsafe_entry(found, "an object")
         if self._holds_objects(found.path):
             raise unsafe_entry(replace(found, kind="special", what=BOTH_KINDS), "an object")
         return found
 
-    def _reader(self, found: Entry) -> ObjectFile:
-        import obstore
-
-        key = self._key(found.path)
-        reader = _store_call(lambda: obstore.open_reader(self.store, key, size=found.size),
-                            found.path, "read")
-        return ObjectFile(reader, cast(ObjectPath, found.path), found.size)
+    def _missing(self, path: PurePath) -> LakemirrorError:
+        """The error for no object at `path`: a folder there, or nothing."""
+        if self._holds_objects(path):
+            return unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object")
+        return gone(path)
 
     def _holds_objects(self, path: PurePath) -> bool:
         """Whether any object lies under `path` as a folder (one listing page)."""

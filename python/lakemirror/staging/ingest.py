@@ -145,8 +145,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
             current = None
-            move_processed(table, [*detection.staged_in_place, *(
-                pending.path for pending in detection.pending[:staged_files])])
+            if staged_files:  # the file staged before this one is no longer the newest
+                move_processed(table, [detection.pending[staged_files - 1].path])
             staged_files += 1
         if moved or staged_files or table.door.lists_history_cheaply:
             purge_processed(table, retention_days)
@@ -161,17 +161,16 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
 
 
 def move_processed(table: LandingTable, staged_files: list[PurePath]) -> int:
-    """Move staged files to `_ProcessedFiles/`, stamped with the time of the move, from which
-    retention counts (callers never pass the newest staged file); returns how many.
-    `_ProcessedFiles/` must be a real folder of the zone: a link there fails the table, and
-    nothing is moved into it."""
+    """Move staged files, each listed in the folder by this run and passed once, to
+    `_ProcessedFiles/`, stamped with the time of the move, from which retention counts
+    (callers never pass the newest staged file); returns how many. `_ProcessedFiles/` must be
+    a real folder of the zone: a link there fails the table, and nothing is moved into it."""
     door = table.door
-    done = [path for path in staged_files if door.entry(path) is not None]
-    if done:
+    if staged_files:
         door.make_folder(table.processed_folder)
-    for path in done:
+    for path in staged_files:
         door.move(path, table.processed_folder)
-    return len(done)
+    return len(staged_files)
 
 
 class StagingTable:
@@ -198,6 +197,13 @@ class StagingTable:
     def _committed(self) -> None:
         """Forget what was read: the table has a new commit."""
         self._opened, self._last = None, None
+
+    def _read_on(self, table: DeltaTable, last: dict[str, Any] | None) -> None:
+        """Keep `table` open after this object's commit to it, reading only the commits since
+        it was read (one listing and the new commits, not the whole log again), and `last`,
+        the bookkeeping of the newest (None: read it again when needed)."""
+        table.update_incremental()
+        self._opened, self._last = table, last
 
     def _existing(self) -> DeltaTable:
         """The staging Delta table, which has commits (the caller read its bookkeeping)."""
@@ -327,25 +333,23 @@ class StagingTable:
             create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
                                           commit_properties=properties,
                                           storage_options=storage_options(self.location))
+            self._last = dict(metadata)
             return
         actions: list[AddAction | RemoveAction] = [*parts]
-        if plan.widened:
-            table.create_write_transaction(actions, "overwrite", plan.schema,
-                                           commit_properties=properties)
-            return
-        if plan.added:
+        if plan.added and not plan.widened:
             table.alter.add_columns([Field.from_arrow(plan.schema.field(name))
                                      for name in plan.added],
                                     commit_properties=CommitProperties(
                                         custom_metadata=bookkeeping_keys(table)))
-        table.create_write_transaction(actions, "append", plan.schema,
-                                       commit_properties=properties)
+        table.create_write_transaction(actions, "overwrite" if plan.widened else "append",
+                                       plan.schema, commit_properties=properties)
+        self._read_on(table, dict(metadata))
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
         table = self._table()
         if table is not None and list_used_features(table):
-            self._committed()
+            self._read_on(table, self._last)  # its commit carries the same bookkeeping on
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
