@@ -149,27 +149,18 @@ class ObjectZone:
             elif name in files:
                 found.append(_file(path, files[name]))
             else:
-                found.append(Entry(path, "folder", "a folder", 0, 0))
+                found.append(_folder(path))
         return found
 
     def entry(self, path: PurePath) -> Entry | None:
         """The object or folder at `path`; None when there is neither."""
-        import obstore
-
-        key = self._key(path)
-        try:
-            return _file(path, _store_call(lambda: obstore.head(self.store, key), path, "read"))
-        except FileNotFoundError:
-            pass
-        if self._holds_objects(path):
-            return Entry(path, "folder", "a folder", 0, 0)
-        return None
+        found = self._head(path)
+        return _folder(path) if found is None and self._holds_objects(path) else found
 
     def open(self, path: PurePath) -> ObjectFile:
-        """The object at `path`, open for reading: one request for an object of up to
-        WHOLE_READ_LIMIT bytes, read whole, ranged reads for a larger one. A folder there is
-        refused; an object that is also a folder is refused by the listing of its table
-        (`detection`), not here."""
+        """The object at `path`, open for reading: read whole in one request up to
+        WHOLE_READ_LIMIT bytes, in ranged reads above. A folder is refused; an object that is
+        also a folder, by the listing of its table (`detection`)."""
         import obstore
 
         key, shown = self._key(path), cast(ObjectPath, path)
@@ -204,7 +195,7 @@ class ObjectZone:
                                   hint="run again") from None
         except FileNotFoundError:
             if self._holds_objects(path):
-                raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
+                raise unsafe_entry(_folder(path), "an object") from None
             return None
         data = None if result.meta["size"] > limit else _store_call(
             lambda: read_bounded((bytes(piece) for piece in result.stream(READ_CHUNK)), limit),
@@ -236,23 +227,16 @@ class ObjectZone:
 
     def make_folder(self, path: PurePath) -> None:
         """Nothing to create (a folder exists once an object lies under it), but no object
-        may stand where the folder belongs (one request: whether objects lie under it does
-        not matter)."""
-        import obstore
-
-        key = self._key(path)
-        try:
-            found = _file(path, _store_call(lambda: obstore.head(self.store, key), path, "read"))
-        except FileNotFoundError:
-            return
-        raise unsafe_entry(found, "a folder")
+        may stand where it belongs (one request)."""
+        found = self._head(path)
+        if found is not None:
+            raise unsafe_entry(found, "a folder")
 
     def move(self, path: PurePath, folder: PurePath) -> PurePath:
         """Copy the object into `folder` (the copy's time is the time of the move), then
         delete it: two requests. A crash in between leaves it in both places; moving it again
         (the copy overwrites its earlier copy) completes the move. A folder is refused; an
-        object that is also a folder is refused by the listing of its table that found the
-        object (`detection`), not here."""
+        object that is also a folder, by the listing of its table (`detection`)."""
         import obstore
 
         target = folder / path.name
@@ -284,11 +268,20 @@ class ObjectZone:
             raise unsafe_entry(replace(found, kind="special", what=BOTH_KINDS), "an object")
         return found
 
+    def _head(self, path: PurePath) -> Entry | None:
+        """The object at `path` (one request); None when there is none."""
+        import obstore
+
+        try:
+            return _file(path, _store_call(lambda: obstore.head(self.store, self._key(path)),
+                                           path, "read"))
+        except FileNotFoundError:
+            return None
+
     def _missing(self, path: PurePath) -> LakemirrorError:
         """The error for no object at `path`: a folder there, or nothing."""
-        if self._holds_objects(path):
-            return unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object")
-        return gone(path)
+        is_folder = self._holds_objects(path)
+        return unsafe_entry(_folder(path), "an object") if is_folder else gone(path)
 
     def _holds_objects(self, path: PurePath) -> bool:
         """Whether any object lies under `path` as a folder (one listing page)."""
@@ -346,6 +339,10 @@ def _store_call(action: Callable[[], T], path: PurePath, verb: str) -> T:
                               file=str(path),
                               hint="check the landing zone's URL, credentials and network, "
                                    "then run again") from None
+
+
+def _folder(path: PurePath) -> Entry:
+    return Entry(path, "folder", "a folder", 0, 0)
 
 
 def _file(path: PurePath, meta: ObjectMeta) -> Entry:

@@ -199,9 +199,8 @@ class StagingTable:
         self._opened, self._last = None, None
 
     def _read_on(self, table: DeltaTable, last: dict[str, Any] | None) -> None:
-        """Keep `table` open after this object's commit to it, reading only the commits since
-        it was read (one listing and the new commits, not the whole log again), and `last`,
-        the bookkeeping of the newest (None: read it again when needed)."""
+        """Keep `table` open after this object's commit, reading only the new commits (not the
+        whole log again), and `last`, the newest bookkeeping (None: read when needed)."""
         table.update_incremental()
         self._opened, self._last = table, last
 
