@@ -148,6 +148,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             if staged_files:  # the file staged before this one is no longer the newest
                 move_processed(table, [detection.pending[staged_files - 1].path])
             staged_files += 1
+        if staged_files:
+            staging.checkpoint()
         if moved or staged_files or table.door.lists_history_cheaply:
             purge_processed(table, retention_days)
     except Exception as error:  # the table's error boundary
@@ -262,14 +264,7 @@ class StagingTable:
                 continue
             was = (int(commit[SIZE_KEY]), str(commit[ETAG_KEY]))
             if was != (entry.size, entry.etag):
-                raise ChangedFileError(
-                    f"{entry.name} changed after it was staged (staged: {was[0]} bytes, ETag "
-                    f"{was[1]}; now: {entry.size} bytes, ETag {entry.etag}); lakemirror neither "
-                    "applies it again nor ignores it", table=table.qualified_name,
-                    file=str(entry.path),
-                    hint="a published change file must not change: put the staged content "
-                         "back, or move the file into _ProcessedFiles/, and publish the "
-                         "correction as a new change file")
+                raise _changed_file(table, entry, was)
 
     def incarnation(self) -> str | None:
         """The incarnation id of the table folder the staged files came from."""
@@ -344,6 +339,11 @@ class StagingTable:
                                        plan.schema, commit_properties=properties)
         self._read_on(table, dict(metadata))
 
+    def checkpoint(self) -> None:
+        """Checkpoint the log (reading the commits since the last checkpoint once): every later
+        reader of it (the engine's scans, the run's checks) reads the checkpoint instead."""
+        self._existing().create_checkpoint()
+
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
         table = self._table()
@@ -373,6 +373,16 @@ class StagingTable:
             return SchemaPlan(staged, staged)
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
                            file=str(change_file.file.path))
+
+
+def _changed_file(table: LandingTable, entry: Entry, was: tuple[int, str]) -> ChangedFileError:
+    """The error for a staged file still in place whose size and ETag are no longer `was`."""
+    return ChangedFileError(
+        f"{entry.name} changed after it was staged (staged: {was[0]} bytes, ETag {was[1]}; "
+        f"now: {entry.size} bytes, ETag {entry.etag}); lakemirror neither applies it again nor "
+        "ignores it", table=table.qualified_name, file=str(entry.path),
+        hint="a published change file must not change: put the staged content back, or move "
+             "the file into _ProcessedFiles/, and publish the correction as a new change file")
 
 
 def folder_incarnation(staging: StagingTable, table: LandingTable, listing: Sequence[Entry], *,
