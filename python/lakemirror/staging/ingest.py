@@ -21,7 +21,7 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Field, Schema
+from deltalake import CommitProperties, DeltaTable, Field, PostCommitHookProperties, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from lakemirror.contract import METADATA_FILE
@@ -68,6 +68,9 @@ ETAG_KEY = "lakemirror.fileETag"  # object stores only
 METADATA_COPY_KEY = "lakemirror.metadataCopy"  # `_metadata.json` and its ETag (object stores)
 MARK_COPY_KEY = "lakemirror.markCopy"  # the incarnation mark and its ETag (object stores)
 Status = Literal["replicating", "waiting", "failed"]
+# A staging commit leaves deleting expired commits to `StagingTable.checkpoint`: delta-rs would
+# list the whole log after each commit to find them.
+KEEP_EXPIRED_COMMITS = PostCommitHookProperties(cleanup_expired_logs=False)
 
 
 @dataclass(frozen=True)
@@ -336,13 +339,15 @@ class StagingTable:
                                     commit_properties=CommitProperties(
                                         custom_metadata=bookkeeping_keys(table)))
         table.create_write_transaction(actions, "overwrite" if plan.widened else "append",
-                                       plan.schema, commit_properties=properties)
+                                       plan.schema, commit_properties=properties,
+                                       post_commithook_properties=KEEP_EXPIRED_COMMITS)
         self._read_on(table, dict(metadata))
 
     def checkpoint(self) -> None:
-        """Checkpoint the log (reading the commits since the last checkpoint once): every later
-        reader of it (the engine's scans, the run's checks) reads the checkpoint instead."""
+        """Checkpoint the log, which the engine's scans and the run's checks then read instead of
+        each commit since the last one, and delete commits past its retention (one listing)."""
         self._existing().create_checkpoint()
+        self._existing().cleanup_metadata()
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
