@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from lakemirror.errors import UnsafeEntryError, ZoneAccessError
+from lakemirror.errors import LakemirrorError, UnsafeEntryError, ZoneAccessError
 from lakemirror.landing.zone_door import (
     BOTH_KINDS,
     CONTROL_FILE_LIMIT,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _SECRET = re.compile(r"\?\S*")  # a query string may carry a SAS token or a signature
+WHOLE_READ_LIMIT = 4 << 20  # an object up to this size is read in one request
 _CREDENTIALS_FIX = ("give the credentials lakemirror uses read, write and delete rights on the "
                     "landing zone's prefix (it moves staged files into _ProcessedFiles/)")
 
@@ -72,10 +73,10 @@ def object_root(url: str) -> ObjectPath:
 
 
 class ObjectFile(io.RawIOBase):
-    """An object open for reading, in ranged reads: a seekable binary file for pyarrow and the
-    readers."""
+    """An object open for reading, in ranged reads (`reader`: obstore's), or read whole into
+    memory (`reader`: a BytesIO): a seekable binary file for pyarrow and the readers."""
 
-    def __init__(self, reader: ReadableFile, path: ObjectPath, size: int) -> None:
+    def __init__(self, reader: ReadableFile | io.BytesIO, path: ObjectPath, size: int) -> None:
         super().__init__()
         self._reader = reader
         self.path = path
@@ -148,26 +149,32 @@ class ObjectZone:
             elif name in files:
                 found.append(_file(path, files[name]))
             else:
-                found.append(Entry(path, "folder", "a folder", 0, 0))
+                found.append(_folder(path))
         return found
 
     def entry(self, path: PurePath) -> Entry | None:
         """The object or folder at `path`; None when there is neither."""
-        import obstore
-
-        key = self._key(path)
-        try:
-            return _file(path, _store_call(lambda: obstore.head(self.store, key), path, "read"))
-        except FileNotFoundError:
-            pass
-        if self._holds_objects(path):
-            return Entry(path, "folder", "a folder", 0, 0)
-        return None
+        found = self._head(path)
+        return _folder(path) if found is None and self._holds_objects(path) else found
 
     def open(self, path: PurePath) -> ObjectFile:
-        """The object at `path`, open for reading; an object that is also a folder is
-        refused."""
-        return self._reader(self._object(path))
+        """The object at `path`, open for reading: read whole in one request up to
+        WHOLE_READ_LIMIT bytes, in ranged reads above. A folder is refused; an object that is
+        also a folder, by the listing of its table (`detection`)."""
+        import obstore
+
+        key, shown = self._key(path), cast(ObjectPath, path)
+        try:
+            result = _store_call(lambda: obstore.get(self.store, key), path, "read")
+        except FileNotFoundError:
+            raise self._missing(path) from None
+        size = int(result.meta["size"])
+        if size <= WHOLE_READ_LIMIT:
+            data = _store_call(lambda: bytes(result.bytes()), path, "read")
+            return ObjectFile(io.BytesIO(data), shown, len(data))
+        reader = _store_call(lambda: obstore.open_reader(self.store, key, size=size), path,
+                             "read")  # the whole object's answer is dropped unread
+        return ObjectFile(reader, shown, size)
 
     def read_control(self, path: PurePath, *, limit: int = CONTROL_FILE_LIMIT,
                      etag: str | None = None) -> bytes | None:
@@ -188,7 +195,7 @@ class ObjectZone:
                                   hint="run again") from None
         except FileNotFoundError:
             if self._holds_objects(path):
-                raise unsafe_entry(Entry(path, "folder", "a folder", 0, 0), "an object") from None
+                raise unsafe_entry(_folder(path), "an object") from None
             return None
         data = None if result.meta["size"] > limit else _store_call(
             lambda: read_bounded((bytes(piece) for piece in result.stream(READ_CHUNK)), limit),
@@ -220,21 +227,25 @@ class ObjectZone:
 
     def make_folder(self, path: PurePath) -> None:
         """Nothing to create (a folder exists once an object lies under it), but no object
-        may stand where the folder belongs."""
-        found = self.entry(path)
-        if found is not None and found.kind != "folder":
+        may stand where it belongs (one request)."""
+        found = self._head(path)
+        if found is not None:
             raise unsafe_entry(found, "a folder")
 
     def move(self, path: PurePath, folder: PurePath) -> PurePath:
         """Copy the object into `folder` (the copy's time is the time of the move), then
-        delete it. A crash in between leaves it in both places; moving it again (the copy
-        overwrites its earlier copy) completes the move."""
+        delete it: two requests. A crash in between leaves it in both places; moving it again
+        (the copy overwrites its earlier copy) completes the move. A folder is refused; an
+        object that is also a folder, by the listing of its table (`detection`)."""
         import obstore
 
-        self._object(path)
         target = folder / path.name
         source, copy = self._key(path), self._key(target)
-        _store_call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path, "move")
+        try:
+            _store_call(lambda: obstore.copy(self.store, source, copy, overwrite=True), path,
+                        "move")
+        except FileNotFoundError:
+            raise self._missing(path) from None
         _store_call(lambda: obstore.delete(self.store, source), path, "move")
         return target
 
@@ -251,23 +262,26 @@ class ObjectZone:
         found = self.entry(path)
         if found is None:
             raise gone(path)
-        return self._checked(found)
-
-    def _checked(self, found: Entry) -> Entry:
-        """`found`, which must be an object and not also a folder."""
         if found.kind != "file":
             raise unsafe_entry(found, "an object")
         if self._holds_objects(found.path):
             raise unsafe_entry(replace(found, kind="special", what=BOTH_KINDS), "an object")
         return found
 
-    def _reader(self, found: Entry) -> ObjectFile:
+    def _head(self, path: PurePath) -> Entry | None:
+        """The object at `path` (one request); None when there is none."""
         import obstore
 
-        key = self._key(found.path)
-        reader = _store_call(lambda: obstore.open_reader(self.store, key, size=found.size),
-                            found.path, "read")
-        return ObjectFile(reader, cast(ObjectPath, found.path), found.size)
+        try:
+            return _file(path, _store_call(lambda: obstore.head(self.store, self._key(path)),
+                                           path, "read"))
+        except FileNotFoundError:
+            return None
+
+    def _missing(self, path: PurePath) -> LakemirrorError:
+        """The error for no object at `path`: a folder there, or nothing."""
+        is_folder = self._holds_objects(path)
+        return unsafe_entry(_folder(path), "an object") if is_folder else gone(path)
 
     def _holds_objects(self, path: PurePath) -> bool:
         """Whether any object lies under `path` as a folder (one listing page)."""
@@ -325,6 +339,10 @@ def _store_call(action: Callable[[], T], path: PurePath, verb: str) -> T:
                               file=str(path),
                               hint="check the landing zone's URL, credentials and network, "
                                    "then run again") from None
+
+
+def _folder(path: PurePath) -> Entry:
+    return Entry(path, "folder", "a folder", 0, 0)
 
 
 def _file(path: PurePath, meta: ObjectMeta) -> Entry:

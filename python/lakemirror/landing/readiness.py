@@ -28,12 +28,12 @@ def in_flight(door: ZoneDoor, entry: Entry, *, parquet: bool, window: float) -> 
     if entry.size == 0:
         return (f"{entry.name} is empty (0 bytes), so its publisher is still writing it; "
                 "lakemirror stages it once it has content (delete it if it was abandoned)")
+    if not settles_in(entry, window):
+        return None  # settled: not read
     if parquet and _complete_parquet(door, entry):
         return None
-    if settles_in(entry, window):
-        return (f"{entry.name} changed {max(_age(entry), 0):.1f} s ago, within the {window:g} s "
-                f"settle window ({SETTLE_SECONDS}); lakemirror stages it once it stops changing")
-    return None
+    return (f"{entry.name} changed {max(_age(entry), 0):.1f} s ago, within the {window:g} s "
+            f"settle window ({SETTLE_SECONDS}); lakemirror stages it once it stops changing")
 
 
 def settles_in(entry: Entry, window: float) -> float:

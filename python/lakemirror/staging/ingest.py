@@ -21,7 +21,7 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Field, Schema
+from deltalake import CommitProperties, DeltaTable, Field, PostCommitHookProperties, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from lakemirror.contract import METADATA_FILE
@@ -68,6 +68,9 @@ ETAG_KEY = "lakemirror.fileETag"  # object stores only
 METADATA_COPY_KEY = "lakemirror.metadataCopy"  # `_metadata.json` and its ETag (object stores)
 MARK_COPY_KEY = "lakemirror.markCopy"  # the incarnation mark and its ETag (object stores)
 Status = Literal["replicating", "waiting", "failed"]
+# A staging commit leaves deleting expired commits to `StagingTable.checkpoint`: delta-rs would
+# list the whole log after each commit to find them.
+KEEP_EXPIRED_COMMITS = PostCommitHookProperties(cleanup_expired_logs=False)
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,11 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             staged_bytes += file.size
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
             current = None
-            move_processed(table, [*detection.staged_in_place, *(
-                pending.path for pending in detection.pending[:staged_files])])
+            if staged_files:  # the file staged before this one is no longer the newest
+                move_processed(table, [detection.pending[staged_files - 1].path])
             staged_files += 1
+        if staged_files:
+            staging.checkpoint()
         if moved or staged_files or table.door.lists_history_cheaply:
             purge_processed(table, retention_days)
     except Exception as error:  # the table's error boundary
@@ -161,17 +166,16 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
 
 
 def move_processed(table: LandingTable, staged_files: list[PurePath]) -> int:
-    """Move staged files to `_ProcessedFiles/`, stamped with the time of the move, from which
-    retention counts (callers never pass the newest staged file); returns how many.
-    `_ProcessedFiles/` must be a real folder of the zone: a link there fails the table, and
-    nothing is moved into it."""
+    """Move staged files, each listed in the folder by this run and passed once, to
+    `_ProcessedFiles/`, stamped with the time of the move, from which retention counts
+    (callers never pass the newest staged file); returns how many. `_ProcessedFiles/` must be
+    a real folder of the zone: a link there fails the table, and nothing is moved into it."""
     door = table.door
-    done = [path for path in staged_files if door.entry(path) is not None]
-    if done:
+    if staged_files:
         door.make_folder(table.processed_folder)
-    for path in done:
+    for path in staged_files:
         door.move(path, table.processed_folder)
-    return len(done)
+    return len(staged_files)
 
 
 class StagingTable:
@@ -198,6 +202,12 @@ class StagingTable:
     def _committed(self) -> None:
         """Forget what was read: the table has a new commit."""
         self._opened, self._last = None, None
+
+    def _read_on(self, table: DeltaTable, last: dict[str, Any] | None) -> None:
+        """Keep `table` open after this object's commit, reading only the new commits (not the
+        whole log again), and `last`, the newest bookkeeping (None: read when needed)."""
+        table.update_incremental()
+        self._opened, self._last = table, last
 
     def _existing(self) -> DeltaTable:
         """The staging Delta table, which has commits (the caller read its bookkeeping)."""
@@ -257,14 +267,7 @@ class StagingTable:
                 continue
             was = (int(commit[SIZE_KEY]), str(commit[ETAG_KEY]))
             if was != (entry.size, entry.etag):
-                raise ChangedFileError(
-                    f"{entry.name} changed after it was staged (staged: {was[0]} bytes, ETag "
-                    f"{was[1]}; now: {entry.size} bytes, ETag {entry.etag}); lakemirror neither "
-                    "applies it again nor ignores it", table=table.qualified_name,
-                    file=str(entry.path),
-                    hint="a published change file must not change: put the staged content "
-                         "back, or move the file into _ProcessedFiles/, and publish the "
-                         "correction as a new change file")
+                raise _changed_file(table, entry, was)
 
     def incarnation(self) -> str | None:
         """The incarnation id of the table folder the staged files came from."""
@@ -327,25 +330,30 @@ class StagingTable:
             create_table_with_add_actions(self.path, Schema.from_arrow(plan.schema), parts,
                                           commit_properties=properties,
                                           storage_options=storage_options(self.location))
+            self._last = dict(metadata)
             return
         actions: list[AddAction | RemoveAction] = [*parts]
-        if plan.widened:
-            table.create_write_transaction(actions, "overwrite", plan.schema,
-                                           commit_properties=properties)
-            return
-        if plan.added:
+        if plan.added and not plan.widened:
             table.alter.add_columns([Field.from_arrow(plan.schema.field(name))
                                      for name in plan.added],
                                     commit_properties=CommitProperties(
                                         custom_metadata=bookkeeping_keys(table)))
-        table.create_write_transaction(actions, "append", plan.schema,
-                                       commit_properties=properties)
+        table.create_write_transaction(actions, "overwrite" if plan.widened else "append",
+                                       plan.schema, commit_properties=properties,
+                                       post_commithook_properties=KEEP_EXPIRED_COMMITS)
+        self._read_on(table, dict(metadata))
+
+    def checkpoint(self) -> None:
+        """Checkpoint the log, which the engine's scans and the run's checks then read instead of
+        each commit since the last one, and delete commits past its retention (one listing)."""
+        self._existing().create_checkpoint()
+        self._existing().cleanup_metadata()
 
     def list_used_features(self) -> None:
         """List the features staging uses in its protocol, so Delta on Spark can read it."""
         table = self._table()
         if table is not None and list_used_features(table):
-            self._committed()
+            self._read_on(table, self._last)  # its commit carries the same bookkeeping on
 
     def _staged_files_dataset(self) -> Any:
         """The staged rows, read by pyarrow alone (delta-rs cannot be re-entered while it
@@ -370,6 +378,16 @@ class StagingTable:
             return SchemaPlan(staged, staged)
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
                            file=str(change_file.file.path))
+
+
+def _changed_file(table: LandingTable, entry: Entry, was: tuple[int, str]) -> ChangedFileError:
+    """The error for a staged file still in place whose size and ETag are no longer `was`."""
+    return ChangedFileError(
+        f"{entry.name} changed after it was staged (staged: {was[0]} bytes, ETag {was[1]}; "
+        f"now: {entry.size} bytes, ETag {entry.etag}); lakemirror neither applies it again nor "
+        "ignores it", table=table.qualified_name, file=str(entry.path),
+        hint="a published change file must not change: put the staged content back, or move "
+             "the file into _ProcessedFiles/, and publish the correction as a new change file")
 
 
 def folder_incarnation(staging: StagingTable, table: LandingTable, listing: Sequence[Entry], *,

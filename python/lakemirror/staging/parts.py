@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -102,11 +103,11 @@ class _ObjectFolder(_Folder):
         return self.writers[name]
 
     def finish(self, name: str) -> tuple[int, int]:
-        import obstore
-
-        self.writers.pop(name).close()  # pyarrow closed it already: the upload is complete
-        meta = obstore.head(self.store, name)
-        return int(meta["size"]), int(meta["last_modified"].timestamp() * 1000)
+        """The uploaded part's size, as written, and the time its upload completed (no
+        request: the part is not read back)."""
+        upload = self.writers.pop(name)
+        upload.close()  # pyarrow closed it already: the upload is complete
+        return upload.size, int(time.time() * 1000)
 
     def remove(self, name: str) -> None:
         import obstore
@@ -125,6 +126,7 @@ class _Upload(io.RawIOBase):
     def __init__(self, writer: Any) -> None:
         super().__init__()
         self.writer = writer
+        self.size = 0  # bytes written
 
     def writable(self) -> bool:
         return True
@@ -132,6 +134,7 @@ class _Upload(io.RawIOBase):
     def write(self, data: Any) -> int:
         chunk = bytes(data)
         self.writer.write(chunk)
+        self.size += len(chunk)
         return len(chunk)
 
     def close(self) -> None:

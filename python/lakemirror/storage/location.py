@@ -58,13 +58,33 @@ DEFAULT_CLIENT_OPTIONS = {"connect_timeout": "10s", "timeout": "120s"}
 DEFAULT_RETRY = {"max_retries": 5, "retry_timeout": timedelta(seconds=120)}
 
 
+class OpenedStores:
+    """The obstore stores opened for a parsed location and every location derived from it
+    (`/`, `replace`), one per place and options: a store's client keeps its connections (and,
+    on Azure, its token) for every later request, so each is opened once. It belongs to the
+    run that parsed the location, never to the process."""
+
+    def __init__(self) -> None:
+        self._stores: dict[tuple[object, ...], AzureStore | S3Store | GCSStore] = {}
+
+    def of(self, location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
+        """The store of `location`, opened on first use (two threads that open it at once
+        both keep the first one opened)."""
+        key = (location.kind, location.store_url, location.bucket, location.prefix,
+               tuple(sorted(location.options.items())))
+        store = self._stores.get(key)
+        return store if store is not None else self._stores.setdefault(
+            key, _new_store(location))
+
+
 @dataclass(frozen=True, repr=False)
 class ObjectLocation:
     """A prefix in an object store: `store_url` names the container or bucket (what obstore's
     `from_url` takes for the store's root), `prefix` the keys below it (no leading or trailing
     '/', '' for the root). `options` are the storage options for it, credentials included, so
     neither repr nor str shows them, and two locations are equal (and hash alike) when they
-    name the same place, whatever their options."""
+    name the same place, whatever their options. `stores`: the stores opened for it, shared
+    with the locations derived from it (see `open_store`)."""
 
     kind: Kind
     store_url: str
@@ -72,6 +92,7 @@ class ObjectLocation:
     prefix: str
     options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}),
                                        compare=False)
+    stores: OpenedStores = field(default_factory=OpenedStores, compare=False)
 
     @property
     def url(self) -> str:
@@ -291,9 +312,15 @@ def _store_url(kind: Kind, bucket: str, account: str | None) -> str:
 
 
 def open_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
-    """An obstore store rooted at the location's prefix (keys are relative to it, and nothing
+    """The obstore store rooted at the location's prefix (keys are relative to it, and nothing
     outside it can be addressed), configured by its options (obstore reads the cloud SDK's
-    variables, AZURE_*, AWS_*, GOOGLE_*, itself) and lakemirror's timeouts and retries."""
+    variables, AZURE_*, AWS_*, GOOGLE_*, itself) and lakemirror's timeouts and retries;
+    opened once for the location and those derived from it (`OpenedStores`)."""
+    return location.stores.of(location)
+
+
+def _new_store(location: ObjectLocation) -> AzureStore | S3Store | GCSStore:
+    """A new store (and client) for `location` (see `open_store`)."""
     from obstore.exceptions import BaseError
     from obstore.store import AzureStore, GCSStore, S3Store
 
