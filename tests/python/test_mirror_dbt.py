@@ -148,10 +148,10 @@ def test_a_crash_during_a_move_applies_each_file_once(published_zone, crash_poin
         zone.write("T", sequence, rows, PAIR)
     move_processed = ingest_module.move_processed
 
-    def crash_before_moving(table, paths):
+    def crash_before_moving(table, paths, **options):
         if paths:
             raise KeyboardInterrupt(f"killed {crash_point}")
-        return move_processed(table, paths)
+        return move_processed(table, paths, **options)
 
     def crash(*args):
         raise KeyboardInterrupt(f"killed {crash_point}")

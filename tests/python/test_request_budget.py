@@ -42,6 +42,7 @@ class Cost:
     stores: int  # obstore stores opened
     landed: Counter[str]  # requests that name a change file where it landed
     moved: Counter[str]  # requests that name a change file in _ProcessedFiles/
+    folder_checks: int  # HEADs of T/_ProcessedFiles itself (no object may stand there)
 
     @property
     def total(self) -> int:
@@ -86,19 +87,23 @@ def ingest_backlog(logged, tmp_path, files: int) -> Cost:
     assert result.exit_code == 0, result.output
     [table] = json.loads(result.stdout)["tables"]
     assert (table["status"], table["last_sequence"]) == ("replicating", files), table
-    requests = [path for _, path in proxy.requests()[logged_before:]]
+    logged_requests = proxy.requests()[logged_before:]
+    requests = [path for _, path in logged_requests]
     names = re.compile(rf"{zone}(/|%2F)T(/|%2F)(_ProcessedFiles(/|%2F))?(\d{{20}}\.parquet)")
     named = [match for path in requests if (match := names.search(path))]
     return Cost(zone=sum(zone in path for path in requests),
                 warehouse=sum(warehouse in path for path in requests),
                 stores=len(opened) - opened_before,
                 landed=Counter(match[5] for match in named if not match[3]),
-                moved=Counter(match[5] for match in named if match[3]))
+                moved=Counter(match[5] for match in named if match[3]),
+                folder_checks=sum(method == "HEAD" and path.rstrip("/").endswith(
+                    f"{zone}/T/_ProcessedFiles") for method, path in logged_requests))
 
 
 def test_a_backlog_costs_requests_linear_in_its_files(logged, tmp_path):
     costs = {files: ingest_backlog(logged, tmp_path, files) for files in SIZES}
-    shown = {files: (cost.zone, cost.warehouse, cost.stores) for files, cost in costs.items()}
+    shown = {files: (cost.zone, cost.warehouse, cost.stores, cost.folder_checks)
+             for files, cost in costs.items()}
     small, middle, large = (costs[files] for files in SIZES)
     further = SIZES[2] - SIZES[1]
     assert (large.total - middle.total) / further <= PER_FILE, shown
@@ -112,3 +117,4 @@ def test_a_backlog_costs_requests_linear_in_its_files(logged, tmp_path):
         assert set(cost.moved.values()) == {1}, cost.moved  # each copied once, newest stays
         assert len(cost.moved) == files - 1
     assert small.stores == large.stores, shown  # none opened per file
+    assert small.folder_checks == large.folder_checks, shown  # checked once a run, not per file

@@ -149,7 +149,8 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
             staged = StagedFiles(file.sequence, file.path.name, staged.names | {file.path.name})
             current = None
             if staged_files:  # the file staged before this one is no longer the newest
-                move_processed(table, [detection.pending[staged_files - 1].path])
+                moved += move_processed(table, [detection.pending[staged_files - 1].path],
+                                        folder_checked=moved > 0)
             staged_files += 1
         if staged_files:
             staging.checkpoint()
@@ -165,13 +166,15 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
     return result("replicating")
 
 
-def move_processed(table: LandingTable, staged_files: list[PurePath]) -> int:
+def move_processed(table: LandingTable, staged_files: list[PurePath], *,
+                   folder_checked: bool = False) -> int:
     """Move staged files, each listed in the folder by this run and passed once, to
     `_ProcessedFiles/`, stamped with the time of the move, from which retention counts
     (callers never pass the newest staged file); returns how many. `_ProcessedFiles/` must be
-    a real folder of the zone: a link there fails the table, and nothing is moved into it."""
+    a real folder of the zone: a link there fails the table, and nothing is moved into it.
+    It is checked (and made) once a run: `folder_checked` after this run's first move."""
     door = table.door
-    if staged_files:
+    if staged_files and not folder_checked:
         door.make_folder(table.processed_folder)
     for path in staged_files:
         door.move(path, table.processed_folder)
