@@ -23,6 +23,7 @@ ELSEWHERE = {
     "landing/": "the landing zone, through its own door (landing/zone.py)",
     "codegen/": "the dbt project's generated models", "project/": "the dbt project",
     "parsed_projects.py": "the dbt project", "run/build.py": "the dbt project's models",
+    "run/mirror_only.py": "a view of the dbt project, in lakemirror's home",
     "engine/": "the engine's state (LAKEMIRROR_HOME) and Delta's jars",
     "bench/": "the benchmark's own folders", "demo/": "the demo's folders",
     "generated_macros.py": "lakemirror's own dbt package, rendered by its developers",
