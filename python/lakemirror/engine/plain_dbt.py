@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.plugins.manager import dbtPlugin
 
 from lakemirror.dbt_vars import WAREHOUSE_VAR
+from lakemirror.engine.access import owner_token
 from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.identity import ENGINE_MARK
 from lakemirror.engine.sail import (
@@ -213,5 +214,7 @@ class EngineCheck(dbtPlugin):
         start_spark_session(parameters, env.warehouse, env.storage)
         address = marked_server(parameters, parameters.get(ENGINE_MARK, ""))
         if address is not None:
+            token = (owner_token(env.home, address.port)
+                     if embedded_engine(parameters) is not None else None)
             connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
-                            deadline=engine_deadline(parameters, env, address))
+                            deadline=engine_deadline(parameters, env, address), token=token)
