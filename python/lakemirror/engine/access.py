@@ -81,6 +81,12 @@ def refusal(token_file: str) -> str:
             f"{TOKEN_VARIABLE} (with sc://localhost:<port>)")
 
 
+def owner_url(port: int, token: str) -> str:
+    """A Spark Connect URL that gets into the engine at `port` (pyspark sends a token without
+    TLS only to `localhost`)."""
+    return f"sc://localhost:{port}/;token={token}"
+
+
 def pyspark_line(home: Path, port: int) -> str:
     """The shell line that opens the owner's own pyspark session on the engine at `port`."""
     return (f"{TOKEN_VARIABLE}=$(cat {token_file(home, port)}) and "

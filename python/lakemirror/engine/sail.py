@@ -10,13 +10,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-
 from typing import IO, Any
 
 import psutil
@@ -24,6 +22,7 @@ import psutil
 from lakemirror.engine.access import (
     EngineAccess,
     new_token,
+    owner_url,
     remove_token,
     save_token,
 )
@@ -58,6 +57,7 @@ class ChildEngine:
                  show_log: bool = False) -> None:
         """`port`: the one to listen on (LAKEMIRROR_ENGINE_PORT's), 0 for any free one."""
         self.token = new_token()
+        self._forget: weakref.finalize[Any, Any] | None = None  # its token, once kept
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port),
@@ -85,9 +85,8 @@ class ChildEngine:
 
     @property
     def url_with_token(self) -> str:
-        """A Spark Connect URL that gets in (pyspark sends a token without TLS only to
-        `localhost`)."""
-        return f"sc://localhost:{self.address.port}/;token={self.token}"
+        """A Spark Connect URL that gets in."""
+        return owner_url(self.address.port, self.token)
 
     @property
     def pid(self) -> int:
@@ -100,9 +99,8 @@ class ChildEngine:
         if self.alive():
             self._process.kill()
         self._process.wait()
-        forget = getattr(self, "_forget", None)
-        if forget is not None:
-            forget()
+        if self._forget is not None:
+            self._forget()
 
     def exit_reason(self) -> str:
         """How the engine ended, with the last line it logged."""
@@ -237,12 +235,10 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
         process.kill()
         remove_token(home, port, token)
         raise EngineError(f"the embedded engine did not start; see {log}")
-    access = _access(facts)
     state_file(home).write_text(json.dumps({
         "pid": process.pid, "started": psutil.Process(process.pid).create_time(), "host": HOST,
         "port": port, "storage": fingerprint, "project": str(project or ""),
-        "access": {"private": access.private, "reason": access.reason,
-                   "inner_port": access.inner_port, "warning": access.warning}}))
+        "access": asdict(_access(facts))}))
     return address
 
 

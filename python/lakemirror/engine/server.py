@@ -66,9 +66,7 @@ def _serve(port: int, with_parent: bool, settings: Settings, problem: str | None
         raise EngineError(f"{ENGINE_TOKEN} is not set: the engine lets in no one without it",
                           hint="start the engine with `lakemirror engine start`")
     sail = SparkConnectServer(HOST, 0)  # here: its runtime's threads reach the host's network
-    network = PrivateNetwork() if problem is None else None
-    problem = network.problem if network is not None else problem
-    network = network if problem is None else None
+    network, problem = _private_network(problem)
     warning = check_isolation(settings.engine_isolation, problem)
     inner = _start(sail, network)
     if network is not None and _answers(inner):
@@ -88,6 +86,15 @@ def _serve(port: int, with_parent: bool, settings: Settings, problem: str | None
     stopped.wait()
     front.stop()
     sail.stop()
+
+
+def _private_network(problem: str | None) -> tuple[PrivateNetwork | None, str | None]:
+    """A private network, unless `problem` (why there can be none) or making it fails; with
+    why there is none."""
+    if problem is not None:
+        return None, problem
+    network = PrivateNetwork()
+    return (network, None) if network.problem is None else (None, network.problem)
 
 
 def _start(sail: Any, network: PrivateNetwork | None) -> int:
