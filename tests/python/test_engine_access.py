@@ -22,8 +22,8 @@ from lakemirror.engine import ChildEngine, start_background, stop_background
 from lakemirror.engine.access import TOKEN_VARIABLE, load_token, token_file
 from lakemirror.engine.private_net import check_isolation
 from lakemirror.engine.sail import background_process
-from lakemirror.environment import ENGINE_ISOLATION
-from lakemirror.errors import EngineError
+from lakemirror.environment import ENGINE_ISOLATION, read_settings
+from lakemirror.errors import ConfigError, EngineError
 from lakemirror.reference import ROW_MARKER
 
 from conftest import as_multiset, copy_project, mirrored_rows
@@ -172,6 +172,14 @@ def test_required_isolation_refuses_to_start_without_a_private_network():
     assert warning is not None and problem in warning and "other local users" in warning
     assert check_isolation("off", problem) is None
     assert check_isolation("required", None) is None
+
+
+def test_a_bad_isolation_setting_names_the_variable_and_its_values():
+    with pytest.raises(ConfigError) as bad:
+        read_settings({ENGINE_ISOLATION: "sometimes"})
+    assert ENGINE_ISOLATION in str(bad.value) and "auto" in str(bad.value.hint)
+    assert read_settings({ENGINE_ISOLATION: " Required "}).engine_isolation == "required"
+    assert read_settings({}).engine_isolation == "auto"
 
 
 def test_the_token_file_is_the_owners_alone(public_home):

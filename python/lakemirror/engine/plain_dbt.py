@@ -7,7 +7,9 @@ connects (dbt-core's plugin manager): lakemirror's (`dbt_lakemirror`) checks the
 server answers, for targets marked in their server_side_parameters (`spark.lakemirror.engine`):
 `embedded` stops at once, naming `lakemirror engine start`; `connect` (a remote cluster) waits
 up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. It
-then makes the session dbt-spark connects with, whose retries are bounded (engine.connect). The
+then makes the session dbt-spark connects with, whose retries are bounded (engine.connect); on
+the embedded engine as its owner, with the token kept in lakemirror's home (engine.access),
+which never enters the profile, dbt's vars or its logs. The
 plugin also silences the warning dbt-spark's session cursor makes pyspark print on every
 statement over Spark Connect (it cannot set spark.sql.catalogImplementation there)."""
 
