@@ -19,13 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from lakemirror.errors import ConfigError
 
 DEBUG = "LAKEMIRROR_DEBUG"  # tracebacks instead of clean failures, as `--debug`
 ENGINE_LOG = "LAKEMIRROR_LOG"  # set: the embedded engine's own log lines reach stderr
 ENGINE_PORT = "LAKEMIRROR_ENGINE_PORT"  # the in-process engine's port; unset: any free one
+# Whether the embedded engine's own port goes in a private network: auto, required or off.
+ENGINE_ISOLATION = "LAKEMIRROR_ENGINE_ISOLATION"
+ENGINE_TOKEN = "LAKEMIRROR_ENGINE_TOKEN"  # set by lakemirror in its engine's process alone
 HOME = "LAKEMIRROR_HOME"  # where the background engine's address file lives
 SETTLE_SECONDS = "LAKEMIRROR_SETTLE_SECONDS"
 MAX_TEXT_BYTES = "LAKEMIRROR_MAX_TEXT_BYTES"
@@ -52,6 +55,8 @@ DEFAULT_CONNECT_URL = "sc://localhost:15002"  # profiles.yml's default for it
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a `connect` target's server may take to answer
 DEFAULT_ENGINE_TIMEOUT = 3600.0  # seconds: a dbt invocation (lakemirror run), a request (dbt)
 DEFAULT_WAREHOUSE_NAME = "default"
+Isolation: TypeAlias = Literal["auto", "required", "off"]
+ISOLATIONS: tuple[Isolation, ...] = ("auto", "required", "off")
 _SCHEMA_SUFFIX = re.compile(r"_[a-z0-9_]+")
 MAX_STORAGE_OPTIONS_BYTES = 1 << 20
 _OPTIONS_EXAMPLE = '{"aws_region": "eu-west-1", "s3://other-bucket": {"aws_profile": "other"}}'
@@ -76,6 +81,8 @@ class Settings:
     debug: bool = False
     engine_log: bool = False
     engine_port: int = 0  # 0: any free port
+    engine_isolation: Isolation = "auto"
+    engine_token: str = field(default="", repr=False)  # the engine process's own, else ""
     home: Path = field(default_factory=lambda: Path.home() / ".lakemirror")  # unset: here
     settle_seconds: float = DEFAULT_SETTLE_SECONDS
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
@@ -100,6 +107,8 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
         debug=_flag(env, DEBUG),
         engine_log=_flag(env, ENGINE_LOG),
         engine_port=_port(env),
+        engine_isolation=_isolation(env),
+        engine_token=env.get(ENGINE_TOKEN, ""),
         home=Path(env[HOME]) if env.get(HOME) else Settings().home,
         settle_seconds=env_number(SETTLE_SECONDS, DEFAULT_SETTLE_SECONDS, "seconds", env),
         max_text_bytes=_positive_bytes(env),
@@ -184,6 +193,16 @@ def _port(env: Mapping[str, str]) -> int:
         raise ConfigError(f"{ENGINE_PORT}={value!r} is not a port number (0 to 65535)",
                           hint=f"set {ENGINE_PORT} to a free port, e.g. 50051, or unset it")
     return int(value)
+
+
+def _isolation(env: Mapping[str, str]) -> Isolation:
+    value = env.get(ENGINE_ISOLATION, "").strip().lower() or "auto"
+    for isolation in ISOLATIONS:
+        if value == isolation:
+            return isolation
+    raise ConfigError(f"{ENGINE_ISOLATION}={value!r} is not one of {', '.join(ISOLATIONS)}",
+                      hint=f"set {ENGINE_ISOLATION} to auto (a private network where the host "
+                           "allows it), required or off, or unset it")
 
 
 def _positive_bytes(env: Mapping[str, str]) -> int:

@@ -130,6 +130,21 @@ def spark_session() -> Any:
         SESSION_MARK: "", "spark.ui.enabled": "false", "spark.log.level": "ERROR"}).getOrCreate()
 
 
+def owner_session(address: Any = None) -> Any:
+    """A new Spark Connect session on the embedded engine at `address` (by default the one
+    lakemirror's runs use here), as its owner: with its token, from lakemirror's home."""
+    from pyspark.sql.connect.session import SparkSession
+
+    from lakemirror.engine.access import owner_token, owner_url
+    from lakemirror.environment import read_settings
+    from lakemirror.service import engine_address
+
+    env = read_settings()
+    address = address or engine_address(env)
+    return SparkSession.builder.remote(
+        owner_url(address.port, owner_token(env.home, address.port))).create()
+
+
 def on_dbt_events(monkeypatch: pytest.MonkeyPatch, callback: Any) -> None:
     """Pass every event of the dbt invocations from now on to `callback` too."""
     from dbt.cli import main as dbt_main

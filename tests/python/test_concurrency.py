@@ -26,7 +26,7 @@ from lakemirror.table_scope import Scope, resolve_scope
 from lakemirror.staging.lock import table_locks
 from lakemirror.storage.warehouse import warehouse_storage
 
-from conftest import as_multiset, copy_project, mirrored_rows
+from conftest import as_multiset, copy_project, mirrored_rows, owner_session
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -292,14 +292,8 @@ def test_delta_rs_rejects_an_update_after_a_blind_append_under_either_level(tmp_
 def test_sail_rejects_a_merge_overlapping_a_blind_append_under_either_level(tmp_path, level):
     """Sail (0.7.2) accepts `delta.isolationLevel` but does not honour WriteSerializable: a
     MERGE that overlaps a blind INSERT loses under both levels, reporting no reason."""
-    from pyspark.sql import SparkSession
-
-    from lakemirror.service import engine_address
-    from lakemirror.environment import read_settings
-
     path = tmp_path / "t"
-    url = engine_address(read_settings()).url
-    sessions = [SparkSession.builder.remote(url).create() for _ in range(2)]
+    sessions = [owner_session() for _ in range(2)]
     sessions[0].sql(f"create table t using delta location '{path}' tblproperties "
                     f"('delta.isolationLevel' = '{level}') "
                     "as select id, id as v from range(0, 3000000)").collect()

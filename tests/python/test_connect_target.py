@@ -122,13 +122,13 @@ def test_a_server_lost_mid_run_fails_the_run_and_the_process_exits_in_bounded_ti
     started = time.monotonic()
     try:
         run = run_cli(tmp_path, zone, command=[sys.executable, "-c", KILL_SERVER_MID_RUN],
-                      LAKEMIRROR_CONNECT_URL=server.address.url, SERVER_PID=str(server.pid),
+                      LAKEMIRROR_CONNECT_URL=server.url_with_token, SERVER_PID=str(server.pid),
                       LAKEMIRROR_CONNECT_TIMEOUT="5")
     finally:
         server.kill()
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
-    assert (f"the Spark Connect server at 127.0.0.1:{server.address.port} stopped accepting "
+    assert (f"the Spark Connect server at localhost:{server.address.port} stopped accepting "
             "connections while dbt worked on this run") in output, output
     assert time.monotonic() - started < 90
 
@@ -142,7 +142,8 @@ from lakemirror.engine import ChildEngine, connect_session
 from lakemirror.environment import read_settings
 
 engine = ChildEngine()
-spark = connect_session(engine.address.url, timeout=read_settings().connect_timeout)
+spark = connect_session(engine.address.url, timeout=read_settings().connect_timeout,
+                        token=engine.token)
 spark.sql("select 1").collect()
 engine.kill()
 try:

@@ -13,10 +13,8 @@ from deltalake import DeltaTable
 
 from lakemirror.codegen.quoting import sql_identifier
 from lakemirror.reference import ROW_MARKER, apply_changes
-from lakemirror.service import engine_address
-from lakemirror.environment import read_settings
 
-from conftest import as_multiset, mirrored_rows
+from conftest import as_multiset, mirrored_rows, owner_session
 
 pytestmark = pytest.mark.slow
 
@@ -159,11 +157,10 @@ def test_a_thousand_column_table_mirrors_on_the_embedded_engine(zone, service):
 def test_the_engine_takes_any_name_quoted_by_sql_identifier(tmp_path):
     """Sail reads a doubled backtick inside a quoted identifier as one backtick, in a Delta
     table's columns, a select and a MERGE."""
-    from pyspark.sql.connect.session import SparkSession
 
     names = ["id", *HOSTILE_COLUMNS, "line\nbreak", SECRET_KEY, "note{#1"]
     columns = ", ".join(f"{sql_identifier(name)} string" for name in names)
-    spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
+    spark = owner_session()
     try:
         table = sql_identifier(f"quoting_{tmp_path.name}")
         spark.sql(f"create table {table} ({columns}) using delta "

@@ -11,7 +11,13 @@ from deltalake import DeltaTable, TableFeatures, write_deltalake
 
 from lakemirror.reference import ROW_MARKER, apply_changes
 
-from conftest import as_multiset, deletion_vectors_added, mirror_setup, on_dbt_events
+from conftest import (
+    as_multiset,
+    deletion_vectors_added,
+    mirror_setup,
+    on_dbt_events,
+    owner_session,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -42,12 +48,7 @@ def log_of(service, table, schema="dbo"):
 
 def engine_rows(service, table):
     """Rows as the engine reads them (delta-rs cannot read tables with deletion vectors)."""
-    from pyspark.sql import SparkSession
-
-    from lakemirror.service import engine_address
-    from lakemirror.environment import read_settings
-
-    spark = SparkSession.builder.remote(engine_address(read_settings()).url).create()
+    spark = owner_session()
     try:
         data = spark.read.format("delta").load(str(service.settings.warehouse / "dbo" / table))
         return as_multiset([row.asDict() for row in data.select("id", "v").collect()])

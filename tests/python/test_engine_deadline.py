@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from lakemirror.cli.main import cli
 from lakemirror.engine import background_process
+from lakemirror.engine.access import save_token
 from lakemirror.engine.deadline import Deadline
 from lakemirror.engine.plain_dbt import engine_deadline
 from lakemirror.engine.sail import EngineAddress
@@ -65,6 +66,7 @@ def test_plain_dbt_fails_naming_engine_restart_when_the_engine_does_not_answer(t
                                                                               silent_engine):
     project = copy_project(tmp_path / "project")
     (project / "models" / "one.sql").write_text("select 1 as id\n")
+    save_token(tmp_path / "home", silent_engine, "stand-in")  # as an engine's start would
     run = subprocess.run(
         [str(BIN / "dbt"), "run", "--select", "one"], cwd=project, capture_output=True,
         text=True, timeout=240,  # without a deadline dbt would wait here until killed

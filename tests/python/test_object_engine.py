@@ -10,7 +10,6 @@ import subprocess
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from pyspark.sql import SparkSession
 
 from lakemirror.run.dbt import embedded_engine
 from lakemirror.environment import read_settings
@@ -20,7 +19,7 @@ from lakemirror.project import init_project
 from lakemirror.reference import ROW_MARKER
 from lakemirror.environment import STORAGE_OPTIONS as OPTIONS_VARIABLE
 
-from conftest import Zone, as_multiset, mirrored_rows
+from conftest import Zone, as_multiset, mirrored_rows, owner_session
 from spark_cluster import free_port
 from test_cli import BIN
 
@@ -30,7 +29,7 @@ def test_the_engine_started_with_the_warehouses_settings_writes_there(object_sto
     location = parse_location(server.url(server.fresh_prefix("wh")), server.options)
     env = read_settings()
     address, _ = embedded_engine(engine_environment(location, env.storage.variables), env=env)
-    spark = SparkSession.builder.remote(address.url).create()
+    spark = owner_session(address)
     try:
         spark.sql(f"create table t (id int, v string) using delta location "
                   f"'{location.url}/dbo/t'")

@@ -13,6 +13,7 @@ from lakemirror.cli.locations import PATH, WAREHOUSE
 from lakemirror.environment import Settings
 
 if TYPE_CHECKING:
+    from lakemirror.engine import BackgroundProcess
     from lakemirror.storage import Location
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -62,13 +63,15 @@ def start(project_dir: Path | None, port: int | None, warehouse: Location | None
     address = start_background(port or DEFAULT_PORT, home=_home(), environment=environment,
                                project=project)
     running = background_process(_home())
+    if running is not None and running.access is not None and running.access.warning:
+        click.echo(running.access.warning, err=True)
     if running is not None and running.serves_another_project(project):
         click.echo(f"the engine runs already{running.started_for} and serves this project "
                    "too; `lakemirror engine stop` in that project ends it", err=True)
     click.echo(f"engine running at {address.url}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
                f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
-               "repository also DBT_PROFILES_DIR=$PWD/profiles)")
+               "repository also DBT_PROFILES_DIR=$PWD/profiles)\n" + _access_text(running))
 
 
 @engine.command()
@@ -103,9 +106,22 @@ def status() -> None:
     from lakemirror.engine import background_process
 
     running = background_process(_home())
-    click.echo(f"engine running at {running.address.url}{running.started_for}"
-               if running else "engine not running")
+    click.echo(f"engine running at {running.address.url}{running.started_for}\n"
+               + _access_text(running) if running else "engine not running")
     sys.exit(0 if running else 1)
+
+
+def _access_text(running: BackgroundProcess | None) -> str:
+    """Who may use the background engine, where its token is, and how a pyspark session of
+    its owner's passes it."""
+    from lakemirror.engine.access import pyspark_line, token_file
+
+    if running is None:
+        return ""
+    port = running.address.port
+    access = f"access: {running.access.describe()}\n" if running.access is not None else ""
+    return (f"{access}token: {token_file(_home(), port)} (dbt and lakemirror read it there)\n"
+            f"for pyspark: {pyspark_line(_home(), port)}")
 
 
 def cli_settings() -> Settings:
@@ -121,3 +137,22 @@ def _home() -> Path:
 def _project(project_dir: Path | None) -> Path:
     """The dbt project a command is for: `project_dir`, else the current directory."""
     return (project_dir or Path.cwd()).resolve()
+
+
+def access_line() -> str:
+    """`lakemirror doctor`'s line on who can reach the embedded engine: the background
+    engine's guard while one runs, else what an engine started here would get."""
+    from lakemirror.engine import background_process
+    from lakemirror.engine.private_net import private_network_problem
+    from lakemirror.environment import ENGINE_ISOLATION
+
+    running = background_process(_home())
+    if running is not None and running.access is not None:
+        return (f"engine access: {running.access.describe()} (the background engine at port "
+                f"{running.address.port})")
+    settings = cli_settings()
+    problem = (private_network_problem() if settings.engine_isolation != "off" else
+               f"{ENGINE_ISOLATION}=off")
+    guard = ("private network + token" if problem is None else
+             f"token only ({problem}): other local users can reach Sail's own port directly")
+    return f"engine access: an engine started here gets {guard}"

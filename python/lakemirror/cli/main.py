@@ -265,22 +265,27 @@ def inspect_tables(table: str | None, warehouse: Location, history: int,
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> None:
     """Which readers can no longer read or write each table, and which feature is why; and
-    whether new mirrored tables get deletion vectors or stay copy-on-write for them.
+    whether new mirrored tables get deletion vectors or stay copy-on-write for them. The last
+    line says who can reach the embedded engine here.
 
     Exit code 1 when a table is unreadable for a named reader (unwritable alone: 0).
     """
     from lakemirror.cli import inspect as report
     from lakemirror.delta import DEFAULT_READERS, PROFILES, profiles_named
 
+    from lakemirror.cli.engine import access_line
+
     if warehouse is None and readers is None:
         profiles = list(PROFILES.values())
-        click.echo(report.profiles_json(profiles) if as_json else report.profiles_text(profiles))
+        click.echo(report.profiles_json(profiles) if as_json else
+                   report.profiles_text(profiles) + "\n" + access_line())
         return
     if warehouse is None:
         raise ConfigError("doctor --readers needs the warehouse",
                           hint="pass --warehouse or set LAKEMIRROR_WAREHOUSE")
     results = report.doctor(warehouse, profiles_named(readers or ",".join(DEFAULT_READERS)))
-    click.echo(report.doctor_json(results) if as_json else report.doctor_text(results))
+    click.echo(report.doctor_json(results) if as_json else
+               report.doctor_text(results) + "\n" + access_line())
     sys.exit(ExitCode.FAILED if any(result.unreadable for result in results)
              else ExitCode.HEALTHY)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lakemirror.demo.publisher import Publisher, incremental_changes, initial_load
 from lakemirror.engine import connect_session
+from lakemirror.engine.access import owner_token
 from lakemirror.service import PROJECT_DIR, MirrorService, RunSettings, engine_address
 from lakemirror.environment import Settings
 from lakemirror.status import to_text
@@ -48,7 +49,9 @@ def run_demo(directory: Path, *, echo: Callable[[str], None], env: Settings,
 def _sample_query(warehouse: Path, env: Settings) -> str:
     sql = SAMPLE_QUERY.format(customers=warehouse / "dbo" / "customers",
                               order_lines=warehouse / "sales" / "orderlines")
-    spark = connect_session(engine_address(env).url, timeout=env.connect_timeout)
+    address = engine_address(env)
+    spark = connect_session(address.url, timeout=env.connect_timeout,
+                            token=owner_token(env.home, address.port))
     try:
         rows = spark.sql(sql).toArrow()
     finally:

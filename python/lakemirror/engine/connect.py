@@ -46,17 +46,26 @@ def server_address(url: str) -> EngineAddress | None:
         return None
 
 
-def connect_session(url: str, *, timeout: float, deadline: Deadline | None = None) -> Any:
+def connect_session(url: str, *, timeout: float, deadline: Deadline | None = None,
+                    token: str | None = None) -> Any:
     """This process's Spark Connect session (pyspark's default, which dbt-spark's
     `getOrCreate` then uses), made for `url` unless one is open, its retries bounded to
     `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT), each of its calls given the `deadline`
-    (engine.deadline) when it is made here."""
+    (engine.deadline) when it is made here. With a `token`, `url` is an embedded engine's on
+    loopback, reached as its owner (engine.owner_channel)."""
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
     session = SparkSession._get_default_session()
     if session is None:
-        channel = DefaultChannelBuilder(url)
+        address = server_address(url)
+        channel: DefaultChannelBuilder
+        if token is not None and address is not None:
+            from lakemirror.engine.owner_channel import OwnerChannelBuilder
+
+            channel = OwnerChannelBuilder(address.host, address.port, token)
+        else:
+            channel = DefaultChannelBuilder(url)
         if deadline is not None:
             channel.add_interceptor(deadline)
         session = SparkSession.builder.channelBuilder(channel).create()

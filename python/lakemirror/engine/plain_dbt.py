@@ -7,7 +7,9 @@ connects (dbt-core's plugin manager): lakemirror's (`dbt_lakemirror`) checks the
 server answers, for targets marked in their server_side_parameters (`spark.lakemirror.engine`):
 `embedded` stops at once, naming `lakemirror engine start`; `connect` (a remote cluster) waits
 up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. It
-then makes the session dbt-spark connects with, whose retries are bounded (engine.connect). The
+then makes the session dbt-spark connects with, whose retries are bounded (engine.connect); on
+the embedded engine as its owner, with the token kept in lakemirror's home (engine.access),
+which never enters the profile, dbt's vars or its logs. The
 plugin also silences the warning dbt-spark's session cursor makes pyspark print on every
 statement over Spark Connect (it cannot set spark.sql.catalogImplementation there)."""
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.plugins.manager import dbtPlugin
 
 from lakemirror.dbt_vars import WAREHOUSE_VAR
+from lakemirror.engine.access import owner_token
 from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.identity import ENGINE_MARK
 from lakemirror.engine.sail import (
@@ -213,5 +216,7 @@ class EngineCheck(dbtPlugin):
         start_spark_session(parameters, env.warehouse, env.storage)
         address = marked_server(parameters, parameters.get(ENGINE_MARK, ""))
         if address is not None:
+            token = (owner_token(env.home, address.port)
+                     if embedded_engine(parameters) is not None else None)
             connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
-                            deadline=engine_deadline(parameters, env, address))
+                            deadline=engine_deadline(parameters, env, address), token=token)

@@ -10,16 +10,24 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+import weakref
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO, Any
 
 import psutil
 
+from lakemirror.engine.access import (
+    EngineAccess,
+    new_token,
+    owner_url,
+    remove_token,
+    save_token,
+)
 from lakemirror.errors import EngineError
-from lakemirror.environment import ENGINE_PORT, process_environment
+from lakemirror.environment import ENGINE_PORT, ENGINE_TOKEN, process_environment
 
 DEFAULT_PORT = 50051
 HOST = "127.0.0.1"
@@ -41,29 +49,44 @@ class ChildEngine:
     ends with this process (it exits when its stdin closes). Its log is kept for the error
     message, and shown on stderr only when asked for (`show_log`: `--debug`, `LAKEMIRROR_LOG`).
     `environment` is set in its process besides this one's: Sail reads object-store settings
-    only there."""
+    only there. It lets in only the holder of its `token`, kept in `home` while it runs
+    (engine.access); without a home, only in this object."""
 
-    def __init__(self, *, timeout: float = 60.0, environment: Mapping[str, str] | None = None,
-                 port: int = 0, show_log: bool = False) -> None:
+    def __init__(self, *, home: Path | None = None, timeout: float = 60.0,
+                 environment: Mapping[str, str] | None = None, port: int = 0,
+                 show_log: bool = False) -> None:
         """`port`: the one to listen on (LAKEMIRROR_ENGINE_PORT's), 0 for any free one."""
+        self.token = new_token()
+        self._forget: weakref.finalize[Any, Any] | None = None  # its token, once kept
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port),
              "--with-parent"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None if show_log else self._log,
-            env=process_environment(environment) if environment else None)
-        assert self._process.stdout is not None
-        ready, _, _ = select.select([self._process.stdout], [], [], timeout)
-        line = self._process.stdout.readline() if ready else b""
-        if not line:
+            env=process_environment({**(environment or {}), ENGINE_TOKEN: self.token}))
+        facts = _ready_facts(self._process, timeout)
+        if facts is None:
             self.kill()
             reason = self.exit_reason()
             raise EngineError(f"the embedded engine did not start: {reason}",
                               hint=f"port {port} is taken: unset {ENGINE_PORT} or give it a "
                                    "free port" if "Address already in use" in reason else
                                    "check that pysail is installed (make install)")
-        self.address = EngineAddress(HOST, int(json.loads(line)["port"]))
+        self.address = EngineAddress(HOST, int(facts["port"]))
+        self.access = _access(facts)
+        if self.access.warning:
+            print(self.access.warning, file=sys.stderr, flush=True)
+        if home is not None:
+            save_token(home, self.address.port, self.token)
+            # forgotten when this engine is killed, or at the latest when this process exits
+            self._forget = weakref.finalize(self, remove_token, home, self.address.port,
+                                            self.token)
+
+    @property
+    def url_with_token(self) -> str:
+        """A Spark Connect URL that gets in."""
+        return owner_url(self.address.port, self.token)
 
     @property
     def pid(self) -> int:
@@ -76,6 +99,8 @@ class ChildEngine:
         if self.alive():
             self._process.kill()
         self._process.wait()
+        if self._forget is not None:
+            self._forget()
 
     def exit_reason(self) -> str:
         """How the engine ended, with the last line it logged."""
@@ -87,6 +112,26 @@ class ChildEngine:
         lines = [line for line in self._log.read().decode("utf-8", "replace").splitlines()
                  if line.strip()]
         return how + (f"; its last log line: {lines[-1][-300:]}" if lines else "")
+
+
+def _ready_facts(process: subprocess.Popen[bytes], timeout: float) -> dict[str, Any] | None:
+    """The facts the engine process prints once it listens (engine.server), or None when it
+    ended or said nothing within `timeout` seconds."""
+    stdout: IO[bytes] | None = process.stdout
+    assert stdout is not None
+    ready, _, _ = select.select([stdout], [], [], timeout)
+    line = stdout.readline() if ready else b""
+    try:
+        facts = json.loads(line) if line else None
+    except ValueError:
+        return None
+    return facts if isinstance(facts, dict) and "port" in facts else None
+
+
+def _access(facts: Mapping[str, Any]) -> EngineAccess:
+    return EngineAccess(private=bool(facts.get("private")), reason=str(facts.get("reason", "")),
+                        inner_port=int(facts.get("inner_port", 0)),
+                        warning=str(facts.get("warning", "")))
 
 
 def state_file(home: Path) -> Path:
@@ -103,6 +148,7 @@ class _Record:
     address: EngineAddress
     storage: str  # storage_fingerprint of its settings
     project: str  # the dbt project folder it was started for; "" when not recorded
+    access: EngineAccess | None  # how it is guarded; None when not recorded
 
 
 def _read_record(home: Path) -> _Record | None:
@@ -112,7 +158,9 @@ def _read_record(home: Path) -> _Record | None:
         state = json.loads(state_file(home).read_text())
         return _Record(int(state["pid"]), float(state["started"]),
                        EngineAddress(str(state["host"]), int(state["port"])),
-                       str(state.get("storage", "")), str(state.get("project", "")))
+                       str(state.get("storage", "")), str(state.get("project", "")),
+                       _access(state["access"]) if isinstance(state.get("access"), dict)
+                       else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -172,19 +220,25 @@ def start_background(port: int = DEFAULT_PORT, *, home: Path, timeout: float = 3
                           hint="pass --port with a free port")
     log = state_file(home).with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
+    token = new_token()
+    save_token(home, port, token)
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "lakemirror.engine.server", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=process_environment(environment))
-    deadline = time.monotonic() + timeout
-    while not answers(address):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise EngineError(f"the embedded engine did not start; see {log}")
-        time.sleep(0.1)
+            stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=process_environment({**(environment or {}), ENGINE_TOKEN: token}))
+    facts = _ready_facts(process, timeout)
+    assert process.stdout is not None
+    process.stdout.close()
+    if facts is None:
+        process.kill()
+        remove_token(home, port, token)
+        raise EngineError(f"the embedded engine did not start; see {log}")
     state_file(home).write_text(json.dumps({
         "pid": process.pid, "started": psutil.Process(process.pid).create_time(), "host": HOST,
-        "port": port, "storage": fingerprint, "project": str(project or "")}))
+        "port": port, "storage": fingerprint, "project": str(project or ""),
+        "access": asdict(_access(facts))}))
     return address
 
 
@@ -193,11 +247,12 @@ class BackgroundProcess:
     it was started with."""
 
     def __init__(self, process: psutil.Process, address: EngineAddress, storage: str,
-                 project: str = "") -> None:
+                 project: str = "", access: EngineAccess | None = None) -> None:
         self.process = process
         self.address = address
         self.storage = storage
         self.project = project  # the dbt project folder it was started for, "" if unknown
+        self.access = access  # how it is guarded; None when its state file does not say
 
     @property
     def started_for(self) -> str:
@@ -226,7 +281,8 @@ def background_process(home: Path) -> BackgroundProcess | None:
     process = _engine_process(record) if record else None
     if record is None or process is None or not answers(record.address):
         return None
-    return BackgroundProcess(process, record.address, record.storage, record.project)
+    return BackgroundProcess(process, record.address, record.storage, record.project,
+                             record.access)
 
 
 def stop_background(home: Path, *, timeout: float = 5.0, project: Path | None = None) -> bool:
@@ -248,6 +304,8 @@ def stop_background(home: Path, *, timeout: float = 5.0, project: Path | None = 
                 process.kill()
                 psutil.wait_procs([process], timeout=timeout)
     state_file(home).unlink(missing_ok=True)
+    if process is not None and record is not None:
+        remove_token(home, record.address.port)
     return process is not None
 
 

@@ -134,7 +134,7 @@ def embedded_engine(environment: Mapping[str, str] | None = None, *, env: Settin
             port = env.engine_port
             taken = any(other.alive() and other.address.port == port
                         for other in _child_engines.values())
-            engine = _child_engines[key] = ChildEngine(environment=environment,
+            engine = _child_engines[key] = ChildEngine(home=env.home, environment=environment,
                                                        port=0 if taken else port,
                                                        show_log=env.engine_log or env.debug)
     return engine.address, engine
