@@ -5,7 +5,9 @@ LAKEMIRROR_DELTA_JARS, and stopped by process id.
 
 About 18 s to ready and 2 GB resident: 256 MB master and worker daemons, 1 GB for the Connect
 server's driver and for the executor. A second server on the same cluster without Delta's
-extension (`delta=False`) shows what a user meets when their server lacks it.
+extension (`delta=False`) shows what a user meets when their server lacks it; another, with a
+token (Spark's static token authentication), what a protected server asks of its clients; each
+further server takes 2 GB more (its driver and its executor).
 
 A pytest plugin for both test roots (pyproject's addopts): its fixture `spark_cluster` starts
 the cluster once for the session, for tests/python's connect tests and tests/dbt_adapter's
@@ -31,6 +33,9 @@ import pytest
 from lakemirror.engine import close_connect_sessions
 from lakemirror.engine.spark import DELTA_JARS, spark_unavailable
 
+# The worker's executor slots, one core and 1 GB each: one per Connect server (with Delta,
+# without it, with a token); a server whose application gets none waits for one forever.
+WORKER_SLOTS = 3
 READY_SECONDS = 120  # a loaded 2-core machine; measured about 18 s when idle
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DELTA_SETTINGS = {
@@ -38,6 +43,7 @@ DELTA_SETTINGS = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 # What the `spark` target sets for small tables (profiles/profiles.yml), set on the server here.
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # a Connect server's token, and pyspark's
 SMALL_TABLE_SETTINGS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.databricks.delta.snapshotPartitions": "1",
@@ -68,21 +74,28 @@ class Cluster:
     connect_url: str = ""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def start(self, name: str, command: list[str], memory: str) -> subprocess.Popen[bytes]:
-        """Start one JVM with its output in logs/<name>.log, in its own process group."""
+    def start(self, name: str, command: list[str], memory: str, *,
+              token: str | None = None) -> subprocess.Popen[bytes]:
+        """Start one JVM with its output in logs/<name>.log, in its own process group; a
+        Connect server given a `token` lets in only the clients that send it (given in its
+        environment, where other users cannot read it, as they read a command line)."""
         environment = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_DAEMON_MEMORY": memory,
                        "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.logs),
                        "SPARK_WORKER_DIR": str(self.logs / "work")}
         environment.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        environment.pop(TOKEN_VARIABLE, None)
+        if token is not None:
+            environment[TOKEN_VARIABLE] = token
         with open(self.logs / f"{name}.log", "wb") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                        env=environment, start_new_session=True)
         self.processes.append(process)
         return process
 
-    def connect_server(self, name: str, *, delta: bool) -> str:
+    def connect_server(self, name: str, *, delta: bool, token: str | None = None) -> str:
         """Start a Connect server on this cluster (with Delta's extension and catalog, or
-        without them) and return its sc:// URL once it listens."""
+        without them; checking `token`, Spark's spark.connect.authenticate.token, when given)
+        and return its sc:// URL (without the token) once it listens."""
         port = free_port()
         jars = ",".join(str(jar) for jar in sorted(Path(os.environ[DELTA_JARS]).glob("*.jar")))
         settings = {**SMALL_TABLE_SETTINGS, **(DELTA_SETTINGS if delta else {}),
@@ -94,7 +107,7 @@ class Cluster:
         process = self.start(name, [
             str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_SERVER,
             "--master", self.master, "--driver-memory", "1g", "--name", name,
-            *(["--jars", jars] if delta else []), *conf, "spark-internal"], "1g")
+            *(["--jars", jars] if delta else []), *conf, "spark-internal"], "1g", token=token)
         wait_until(lambda: listens(port), process, self.logs / f"{name}.log", f"{name} listens")
         return f"sc://127.0.0.1:{port}"
 
@@ -189,8 +202,8 @@ def running_cluster(logs: Path) -> Iterator[Cluster]:
         wait_until(lambda: listens(port), master, logs / "master.log", "master listens")
         worker = cluster.start("worker", [
             spark_class, "org.apache.spark.deploy.worker.Worker", cluster.master,
-            "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", "2",
-            "--memory", "2g"], "256m")
+            "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", str(WORKER_SLOTS),
+            "--memory", f"{WORKER_SLOTS}g"], "256m")
         wait_until(lambda: workers_alive(ui_port), worker, logs / "worker.log", "worker registered")
         cluster.connect_url = cluster.connect_server("connect", delta=True)
         yield cluster

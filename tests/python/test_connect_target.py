@@ -1,11 +1,13 @@
 """The `connect` target against a real standalone Spark cluster behind a Spark Connect server
 with Delta (tests/spark_cluster.py, one for the session): mirroring with the profile's
-default threads, two warehouses on one server, and the failures a user meets first."""
+default threads, two warehouses on one server, a server that checks a token, and the failures
+a user meets first."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,7 +22,7 @@ from lakemirror.errors import ConfigError
 from lakemirror.reference import ROW_MARKER, apply_changes
 
 from conftest import Zone, as_multiset, copy_project, mirror_setup, mirrored_rows
-from spark_cluster import free_port
+from spark_cluster import TOKEN_VARIABLE, free_port
 
 # Tests that use the cluster; the others need no server.
 on_cluster = pytest.mark.usefixtures("connect")
@@ -44,6 +46,14 @@ def connect(spark_cluster, monkeypatch):
     monkeypatch.setenv("LAKEMIRROR_CONNECT_URL", spark_cluster.connect_url)
     monkeypatch.delenv("LAKEMIRROR_THREADS", raising=False)  # the profile's default: 4
     return spark_cluster
+
+
+@pytest.fixture
+def sail_server():
+    """A Sail server standing in for a Spark Connect server (no JVM), killed after the test."""
+    server = ChildEngine()
+    yield server
+    server.kill()
 
 
 def mirror_batches(root: Path) -> Path:
@@ -114,18 +124,15 @@ main()
 
 
 def test_a_server_lost_mid_run_fails_the_run_and_the_process_exits_in_bounded_time(
-        tmp_path, zone):
+        tmp_path, zone, sail_server):
     """pyspark's client would retry the lost server for about ten minutes in each statement,
     then again at exit in its release threads (their ReleaseExecute calls). A Sail server stands
     in for the cluster's Connect server; the bound is a hang detector, not a timing."""
-    server = ChildEngine()
+    server = sail_server
     started = time.monotonic()
-    try:
-        run = run_cli(tmp_path, zone, command=[sys.executable, "-c", KILL_SERVER_MID_RUN],
-                      LAKEMIRROR_CONNECT_URL=server.url_with_token, SERVER_PID=str(server.pid),
-                      LAKEMIRROR_CONNECT_TIMEOUT="5")
-    finally:
-        server.kill()
+    run = run_cli(tmp_path, zone, command=[sys.executable, "-c", KILL_SERVER_MID_RUN],
+                  LAKEMIRROR_CONNECT_URL=server.url_with_token, SERVER_PID=str(server.pid),
+                  LAKEMIRROR_CONNECT_TIMEOUT="5")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     assert (f"the Spark Connect server at localhost:{server.address.port} stopped accepting "
@@ -256,3 +263,92 @@ def test_the_missing_delta_hint_names_where_delta_is_missing(target, names):
         target) or "")
     server_error = "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta. SQLSTATE: 42K02"
     assert (missing_delta_hint(server_error, target) is None) is (target == "spark")
+
+
+# A server's token, and wrong ones: none may reach any output or file of a run.
+TOKEN = "lm-test-token-7f3a9c"
+WRONG_TOKEN = "lm-wrong-token-42b8e1"
+
+
+@pytest.fixture(scope="module")
+def token_server(spark_cluster):
+    """A Connect server with Delta on the test cluster that lets in only clients sending
+    TOKEN (Spark's spark.connect.authenticate.token); its URL without the token."""
+    return spark_cluster.connect_server("connect-with-token", delta=True, token=TOKEN)
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+
+
+@pytest.mark.spark
+def test_a_zone_mirrors_on_a_server_that_checks_a_token(tmp_path, zone, token_server):
+    """The URL's `;token=` reaches the server (pyspark sends it in clear text to `localhost`
+    alone), and no output or file of the run holds it."""
+    port = token_server.rsplit(":", 1)[1]
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=f"sc://localhost:{port}/;token={TOKEN}")
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    expected = [{k: v for k, v in row.items() if k != M} for row in apply_changes(BATCHES[:1], ["id"])]
+    assert mirrored_rows(tmp_path / "wh", "dbo", "customers") == as_multiset(expected)
+    assert TOKEN not in output
+    assert files_holding(tmp_path, TOKEN) == []
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("query", "variables", "said"), [
+    ("", {}, "No authentication token provided"),
+    (f"/;token={WRONG_TOKEN}", {}, "Invalid authentication token"),
+    ("", {TOKEN_VARIABLE: WRONG_TOKEN}, "Invalid authentication token"),
+], ids=["no-token", "wrong-token-in-url", "wrong-token-in-variable"])
+def test_a_server_refusing_the_token_stops_the_run_naming_where_it_goes(
+        tmp_path, zone, token_server, query, variables, said):
+    """Not dbt's bare gRPC error: the exit code of a configuration error, the server's word,
+    and where the token goes; nothing mirrored, and the wrong token nowhere."""
+    port = token_server.rsplit(":", 1)[1]
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=f"sc://localhost:{port}{query}",
+                  **variables)
+    output = run.stdout + run.stderr
+    assert run.returncode == 2, output
+    assert (f"the Spark Connect server at localhost:{port} refused the connection: {said} "
+            "(LAKEMIRROR_CONNECT_URL, the server's token)") in output, output
+    assert "`;token=` parameter" in output and TOKEN_VARIABLE in output
+    assert WRONG_TOKEN not in output and files_holding(tmp_path, WRONG_TOKEN) == []
+    assert not (tmp_path / "wh" / "dbo" / "customers").exists()
+
+
+def test_a_token_for_a_server_without_tls_stops_the_run_at_once_naming_tls(
+        tmp_path, zone, sail_server):
+    """pyspark speaks TLS to a token's host unless it is named `localhost`; a server without
+    TLS in front (a Sail server here) answers nothing it understands, and its retries would
+    end in a bare RETRIES_EXCEEDED after LAKEMIRROR_CONNECT_TIMEOUT."""
+    server = sail_server
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_TIMEOUT="5",
+                  LAKEMIRROR_CONNECT_URL=f"sc://127.0.0.1:{server.address.port}/;token={TOKEN}")
+    output = run.stdout + run.stderr
+    assert run.returncode == 2, output
+    # the reason is OpenSSL's (the stand-in's front closes a connection that is not HTTP/2)
+    assert re.search(rf"the Spark Connect server at 127\.0\.0\.1:{server.address.port} does not "
+                     r"answer TLS \([A-Z_]+\), which pyspark speaks to it", output), output
+    assert "put TLS in front of the server" in output and "sc://localhost:PORT" in output
+    assert TOKEN not in output
+
+
+def test_a_token_in_a_malformed_connect_url_is_never_printed(tmp_path, zone):
+    """pyspark's own error quotes the URL's port with what follows it, token included, and
+    dbt prints it: lakemirror's plugin stops dbt first, the token hidden."""
+    port = free_port()
+    run = run_cli(tmp_path, zone, LAKEMIRROR_CONNECT_URL=f"sc://127.0.0.1:{port};token={TOKEN}")
+    output = run.stdout + run.stderr
+    assert run.returncode == 2, output
+    assert (f"LAKEMIRROR_CONNECT_URL=sc://127.0.0.1:{port};token=*** is not a Spark Connect URL"
+            in output), output
+    assert "sc://host:port/;token=<token>" in output and TOKEN not in output
+
+
+def test_a_connect_urls_secrets_are_hidden_and_a_placeholder_stays():
+    from lakemirror.storage.secrets import redact
+
+    assert (redact(f"sc://h:15002/;user_id=me;token={TOKEN};x-api-key=k3y)'")
+            == "sc://h:15002/;user_id=me;token=***;x-api-key=***)'")
+    assert redact("as `;token=<token>` in the URL") == "as `;token=<token>` in the URL"

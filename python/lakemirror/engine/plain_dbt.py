@@ -27,6 +27,7 @@ from lakemirror.dbt_vars import WAREHOUSE_VAR
 from lakemirror.engine.access import owner_token
 from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.identity import ENGINE_MARK
+from lakemirror.engine.remote_access import check_connect_url, check_server_access
 from lakemirror.engine.sail import (
     EngineAddress,
     answers,
@@ -144,7 +145,10 @@ def invocation_settings(env: Settings, dbt_vars: Mapping[str, Any]) -> Settings:
 
 def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:
     """Raise UnreachableServerError when the target is marked `connect` and its server does
-    not accept connections within `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT)."""
+    not accept connections within `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT); ConfigError
+    when its URL is not one."""
+    if parameters.get(ENGINE_MARK) == "connect":
+        check_connect_url(parameters.get("spark.remote", ""))
     address = marked_server(parameters, "connect")
     if address is None:
         return
@@ -218,5 +222,8 @@ class EngineCheck(dbtPlugin):
         if address is not None:
             token = (owner_token(env.home, address.port)
                      if embedded_engine(parameters) is not None else None)
-            connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
-                            deadline=engine_deadline(parameters, env, address), token=token)
+            session = connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
+                                      deadline=engine_deadline(parameters, env, address),
+                                      token=token)
+            if marked_server(parameters, "connect") is not None:
+                check_server_access(session, parameters["spark.remote"], address)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from lakemirror.engine.connect import connect_session, server_address
+from lakemirror.engine.remote_access import check_server_access
 from lakemirror.engine.sail import answers
 from lakemirror.errors import ServerStorageError
 from lakemirror.node_result import NodeResult
@@ -36,6 +37,7 @@ def check_server_storage(settings: RunSettings, reached: set[tuple[str, str]]) -
     try:
         # analysed at once: the server lists <warehouse>/_delta_log, which no run writes
         session = connect_session(server, timeout=settings.env.connect_timeout)
+        check_server_access(session, server, address)
         session.read.format("delta").load(spark_url(warehouse)).schema
     except PySparkException as error:
         if (problem := server_storage_problem(str(error))) is not None:
