@@ -22,7 +22,7 @@ from lakemirror.errors import (
     ServerStorageError,
 )
 from lakemirror.node_result import NodeResult
-from lakemirror.parsed_projects import parse_project, parsed_manifest
+from lakemirror.parsed_projects import parse_project, parse_target, parsed_manifest
 from lakemirror.environment import process_environment
 from lakemirror.storage.hadoop import server_storage_problem
 
@@ -111,13 +111,15 @@ def _project_args(project_dir: Path, profiles_dir: Path, target: str) -> list[st
 def _parsed(project: list[str], parsed_with: Mapping[str, object], project_dir: Path, *,
             warm: bool, log_level: str) -> Any | None:
     """The manifest of the project parsed with the vars `parsed_with`: kept for a `warm`
-    caller (see `parsed_manifest`), else parsed anew, logging at `log_level`."""
+    caller (see `parsed_manifest`), else parsed anew (a partial parse from the state dbt keeps
+    for these vars, see `parse_target`), logging at `log_level`."""
     parse_vars = ["--vars", json.dumps(parsed_with)]
+    own_state = parse_target(project_dir, project, parsed_with)
     if warm:
-        return parsed_manifest([*project, *parse_vars, "--log-level", "none"], project_dir,
-                               (*project, *parse_vars))
-    return parse_project([*project, *parse_vars, "--no-write-json", *_plain_log_into_files(),
-                          "--log-level", log_level])
+        return parsed_manifest([*project, *parse_vars, *own_state, "--log-level", "none"],
+                               project_dir, (*project, *parse_vars))
+    return parse_project([*project, *parse_vars, *own_state, "--no-write-json",
+                          *_plain_log_into_files(), "--log-level", log_level])
 
 
 def _parse_log_level(command_args: tuple[str, ...]) -> str:

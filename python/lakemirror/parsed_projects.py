@@ -1,13 +1,20 @@
-"""Parsed dbt projects kept in memory, so a long-lived process (`lakemirror run --watch`, the
-freshness benchmark) skips dbt's parse while the project's files stay unchanged."""
+"""Parsed dbt projects: kept in memory, so a long-lived process (`lakemirror run --watch`, the
+freshness benchmark) skips dbt's parse while the project's files stay unchanged; and dbt's own
+partial-parse state kept on disk apart for each set of vars lakemirror parses with, so a run
+after an unchanged project's last run (or after a plain `dbt build`, which parses without
+lakemirror's vars) finds it and parses only what changed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 PROJECT_PARTS = ("models", "macros", "seeds", "snapshots", "tests", "analyses", "profiles")
 PROJECT_FILES = ("dbt_project.yml", "packages.yml", "dependencies.yml")
+PARSES_FOLDER = Path("target", "lakemirror_parses")  # in the project: one folder per parse key
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 # Process-wide, keyed by all the parse reads (project, target, vars: runs on two warehouses
@@ -38,6 +45,21 @@ def parse_project(args: list[str]) -> Any | None:
 
     outcome = dbtRunner().invoke(["parse", *args])
     return outcome.result if outcome.success and outcome.result is not None else None
+
+
+def parse_target(project_dir: Path, args: Sequence[str], parse_vars: Mapping[str, object]
+                 ) -> list[str]:
+    """dbt's `--target-path` for a parse of the project with the command-line `args` and
+    `parse_vars`: a folder of its own for each, where dbt keeps its partial-parse state
+    (partial_parse.msgpack). dbt keeps one such file per target folder and parses the whole
+    project again whenever the vars, the profile or the target differ from those it was
+    written with: sharing target/ with plain dbt (no vars), or with runs on another warehouse
+    (other vars), would make each of them parse it all. Whatever else changed (a file, an
+    environment variable a file or dbt_project.yml reads, dbt's version) dbt's own checks
+    still find: the folder only spares it the changes that are not changes."""
+    described = json.dumps([list(args), parse_vars], sort_keys=True, default=str)
+    key = hashlib.sha256(described.encode()).hexdigest()[:16]
+    return ["--target-path", str(project_dir / PARSES_FOLDER / key)]
 
 
 def project_fingerprint(project_dir: Path) -> Fingerprint:
