@@ -258,3 +258,66 @@ def test_a_port_taken_on_ipv6_loopback_is_refused(public_home):
             ChildEngine(home=public_home, port=port)
     assert "Address already in use" in str(refused.value)
     assert load_token(public_home, port) is None
+
+
+# Run as root: imports what the engine's process needs (the interpreter's own library is under
+# /root, closed to nobody), becomes nobody (dumpable again, as a process nobody executed is:
+# else /proc/self's files stay root's and no user namespace can be mapped), then runs the
+# engine's process as that user would.
+UNPRIVILEGED_ENGINE = r"""
+import ctypes, encodings.idna, os, pwd, sys
+import pysail.spark, lakemirror.engine.front, lakemirror.engine.private_net
+from lakemirror.engine import server
+nobody = pwd.getpwnam("nobody")
+os.setgroups([])
+os.setgid(nobody.pw_gid)
+os.setuid(nobody.pw_uid)
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+sys.argv = ["server", "--port", "0", "--with-parent"]
+server.main()
+"""
+
+
+def test_an_unprivileged_users_engine_is_private_and_keeps_its_files_owner(public_home):
+    """A user other than root makes the private network in a user namespace of its own that
+    maps its own ids: Sail's port is unreachable from the host, the owner's token gets in,
+    and what the engine writes belongs to the user."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("this test needs root (to become nobody); CI runs as root")
+        pytest.skip("needs root to switch to the user nobody")
+    folder = public_home.parent / "tables"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    env = {**os.environ, TOKEN_VARIABLE: "", "LAKEMIRROR_ENGINE_TOKEN": "the-owners-token",
+           "LAKEMIRROR_HOME": str(public_home), ENGINE_ISOLATION: "required",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    log = public_home.parent / "engine.log"  # a file: a full pipe would stop the engine
+    with log.open("w") as output:
+        engine = subprocess.Popen([sys.executable, "-c", UNPRIVILEGED_ENGINE], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=output,
+                                  text=True)
+    try:
+        assert engine.stdout is not None
+        line = engine.stdout.readline()
+        assert line, log.read_text()[-3000:]
+        ready = json.loads(line)
+        assert ready["private"] and ready["reason"] == "", ready
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", ready["inner_port"]), timeout=2).close()
+        query = ("from pyspark.sql import SparkSession; spark = SparkSession.builder.remote("
+                 f"'sc://localhost:{ready['port']}').getOrCreate(); "
+                 f"spark.range(3).write.format('delta').save('{folder}/t'); "
+                 f"print(spark.read.format('delta').load('{folder}/t').count())")
+        owner = subprocess.run([sys.executable, "-c", query], capture_output=True, text=True,
+                               timeout=180, env={**os.environ, TOKEN_VARIABLE: "the-owners-token"})
+        assert owner.returncode == 0 and owner.stdout.strip() == "3", owner.stderr[-2000:]
+        written = list((folder / "t").rglob("*.parquet"))
+        assert written and {path.stat().st_uid for path in written} == {65534}
+        stranger = subprocess.run([sys.executable, "-c", query.replace("/t'", "/u'")],
+                                  capture_output=True, text=True, timeout=180,
+                                  env={k: v for k, v in os.environ.items() if k != TOKEN_VARIABLE})
+        assert stranger.returncode != 0 and REFUSAL in stranger.stderr
+    finally:
+        engine.kill()
+        engine.wait()

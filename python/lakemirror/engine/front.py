@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from contextlib import suppress
 
+from hpack import Decoder, Encoder, HPACKError
+
 from lakemirror.engine.access import refusal
 
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"  # every HTTP/2 client's first bytes
@@ -134,8 +136,6 @@ class _Opening:
     def first_request(self) -> tuple[int, list[tuple[bytes, bytes]]]:
         """The first request's stream and headers. ValueError for what is not HTTP/2, or
         sends too much before them."""
-        from hpack import Decoder, HPACKError
-
         stream, block = 0, bytearray()
         while True:
             kind, flags, frame_stream, payload = self._next_frame()
@@ -175,8 +175,6 @@ def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
 def _refuse(client: socket.socket, stream: int, message: str) -> None:
     """Answer the request on `stream` with gRPC's UNAUTHENTICATED and `message`, say the
     connection takes nothing more (GOAWAY), and close it once the client read that."""
-    from hpack import Encoder
-
     status = Encoder().encode([(":status", "200"), ("content-type", "application/grpc"),
                                ("grpc-status", str(_UNAUTHENTICATED)),
                                ("grpc-message", _percent_encoded(message))])
