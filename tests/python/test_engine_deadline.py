@@ -169,7 +169,7 @@ def test_engine_restart_starts_the_engine_again_at_its_port(tmp_path):
         restarted = CliRunner().invoke(cli, ["engine", "restart"], env=env)
         assert restarted.exit_code == 0, restarted.output
         assert "engine stopped" in restarted.output
-        assert f"engine running at sc://127.0.0.1:{port}" in restarted.output
+        assert f"engine running at sc://localhost:{port}" in restarted.output
         second = background_process(tmp_path / "home")
         assert second.address.port == port and second.process.pid != first.process.pid
         assert not psutil.pid_exists(first.process.pid) or not first.alive()

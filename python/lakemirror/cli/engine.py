@@ -68,7 +68,7 @@ def start(project_dir: Path | None, port: int | None, warehouse: Location | None
     if running is not None and running.serves_another_project(project):
         click.echo(f"the engine runs already{running.started_for} and serves this project "
                    "too; `lakemirror engine stop` in that project ends it", err=True)
-    click.echo(f"engine running at {address.url}\n"
+    click.echo(f"engine running at sc://localhost:{address.port}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
                f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
                "repository also DBT_PROFILES_DIR=$PWD/profiles)\n" + _access_text(running))
@@ -106,7 +106,7 @@ def status() -> None:
     from lakemirror.engine import background_process
 
     running = background_process(_home())
-    click.echo(f"engine running at {running.address.url}{running.started_for}\n"
+    click.echo(f"engine running at sc://localhost:{running.address.port}{running.started_for}\n"
                + _access_text(running) if running else "engine not running")
     sys.exit(0 if running else 1)
 
