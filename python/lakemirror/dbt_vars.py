@@ -8,3 +8,4 @@ WAREHOUSE_VAR = "lakemirror_warehouse"  # else LAKEMIRROR_WAREHOUSE
 WAREHOUSE_NAME_VAR = "lakemirror_warehouse_name"  # else LAKEMIRROR_WAREHOUSE_NAME
 ENGINE_HOST_VAR = "lakemirror_engine_host"  # else LAKEMIRROR_ENGINE_HOST
 ENGINE_PORT_VAR = "lakemirror_engine_port"  # else LAKEMIRROR_ENGINE_PORT
+ENGINE_HOME_VAR = "lakemirror_engine_home"  # else LAKEMIRROR_HOME: where its token is

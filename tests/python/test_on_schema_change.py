@@ -94,8 +94,8 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     models = project / "models" / "user"
     models.mkdir(parents=True)
     runs = Runs(root / "warehouse")
-    engine = (engine_vars(engine_address(read_settings())) if request.param == "embedded"
-              else {})
+    env = read_settings()
+    engine = engine_vars(engine_address(env), env.home) if request.param == "embedded" else {}
     for version in ("before", "after", "after"):
         for name, model in MODELS.items():
             sql = getattr(model, version)

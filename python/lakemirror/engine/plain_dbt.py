@@ -19,11 +19,12 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dbt.plugins.manager import dbtPlugin
 
-from lakemirror.dbt_vars import WAREHOUSE_VAR
+from lakemirror.dbt_vars import ENGINE_HOME_VAR, WAREHOUSE_VAR
 from lakemirror.engine.access import owner_token
 from lakemirror.engine.connect import connect_session, server_address
 from lakemirror.engine.identity import ENGINE_MARK
@@ -138,9 +139,12 @@ def invocation_state() -> dict[str, Any]:
 
 def invocation_settings(env: Settings, dbt_vars: Mapping[str, Any]) -> Settings:
     """The settings of the command dbt runs: the environment's (dbt's edge, for plain dbt), with
-    the warehouse a lakemirror run gives dbt as a var (`--vars`) over LAKEMIRROR_WAREHOUSE's."""
-    warehouse = dbt_vars.get(WAREHOUSE_VAR)
-    return replace(env, warehouse=str(warehouse)) if warehouse else env
+    what a lakemirror run gives dbt as vars (`--vars`) over the variables': the warehouse (over
+    LAKEMIRROR_WAREHOUSE) and the home its engine's token is kept in (over LAKEMIRROR_HOME)."""
+    warehouse, home = dbt_vars.get(WAREHOUSE_VAR), dbt_vars.get(ENGINE_HOME_VAR)
+    if warehouse:
+        env = replace(env, warehouse=str(warehouse))
+    return replace(env, home=Path(str(home))) if home else env
 
 
 def check_connect_server(parameters: Mapping[str, str], timeout: float) -> None:

@@ -57,6 +57,7 @@ class ChildEngine:
                  show_log: bool = False) -> None:
         """`port`: the one to listen on (LAKEMIRROR_ENGINE_PORT's), 0 for any free one."""
         self.token = new_token()
+        self.home = home  # where its token is kept while it runs (None: nowhere)
         self._forget: weakref.finalize[Any, Any] | None = None  # its token, once kept
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(

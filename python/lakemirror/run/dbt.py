@@ -6,10 +6,16 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Protocol
 
 from lakemirror.dbt_runner import dbt_invoke
-from lakemirror.dbt_vars import ENGINE_HOST_VAR, ENGINE_PORT_VAR, WAREHOUSE_NAME_VAR
+from lakemirror.dbt_vars import (
+    ENGINE_HOME_VAR,
+    ENGINE_HOST_VAR,
+    ENGINE_PORT_VAR,
+    WAREHOUSE_NAME_VAR,
+)
 from lakemirror.engine import (
     ChildEngine,
     EngineAddress,
@@ -53,7 +59,8 @@ def invoke_dbt(settings: RunSettings, command: str, *args: str,
         address, engine = embedded_engine(engine_environment(settings.warehouse,
                                                              settings.env.storage.variables),
                                           env=settings.env)
-        run_vars |= engine_vars(address)
+        run_vars |= engine_vars(address, engine.home if isinstance(engine, ChildEngine)
+                                and engine.home is not None else settings.env.home)
         timeout = settings.engine_timeout
     elif (settings.engine == "connect"
           and (remote := connect_server(settings.env.connect_url)) is not None):
@@ -100,10 +107,13 @@ def dbt_warehouse(settings: RunSettings) -> str:
     return str(warehouse)
 
 
-def engine_vars(address: EngineAddress) -> dict[str, object]:
-    """The dbt vars that point a profile's embedded target at the engine at `address`: read by
-    the profile alone, never by a parse, so a warm caller's kept manifest outlives the engine."""
-    return {ENGINE_HOST_VAR: address.host, ENGINE_PORT_VAR: address.port}
+def engine_vars(address: EngineAddress, home: Path) -> dict[str, object]:
+    """The dbt vars that point a profile's embedded target at the engine at `address`, whose
+    token is kept in the lakemirror home `home` (read by lakemirror's dbt plugin): read by the
+    profile and the plugin alone, never by a parse, so a warm caller's kept manifest outlives
+    the engine."""
+    return {ENGINE_HOST_VAR: address.host, ENGINE_PORT_VAR: address.port,
+            ENGINE_HOME_VAR: str(home)}
 
 
 # The embedded engines this process started, one per set of storage settings. Process-wide on
