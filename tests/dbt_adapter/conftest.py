@@ -32,6 +32,7 @@ from lakemirror.engine import (
     spark_unavailable,
 )
 from lakemirror.engine.spark import make_delta_jars_absolute
+from lakemirror.environment import read_settings
 from lakemirror.project.templates import forwarding_macros, lakemirror_block
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,9 +67,11 @@ def embedded_engine() -> Iterator[str]:
     if os.environ.get("LAKEMIRROR_TEST_ENGINE"):  # sc://host:port of an engine started by hand
         yield os.environ["LAKEMIRROR_TEST_ENGINE"]
         return
-    engine = ChildEngine()
+    # Its token in the home, where dbt's plugin looks, and in the URL: the adapter tests' setup
+    # connects through dbt-spark's session alone, without the plugin.
+    engine = ChildEngine(home=read_settings().home)
     try:
-        yield engine.address.url
+        yield engine.url_with_token
     finally:
         engine.kill()
 

@@ -67,8 +67,9 @@ class ProbedServer:
         self.probed = []
 
     def session(self, url, *, timeout):
-        return SimpleNamespace(read=SimpleNamespace(format=lambda _: SimpleNamespace(
-            load=lambda location: self.probed.append(location) or SimpleNamespace(schema=[]))))
+        reader = SimpleNamespace(format=lambda _: SimpleNamespace(
+            load=lambda location: self.probed.append(location) or SimpleNamespace(schema=[])))
+        return SimpleNamespace(version="4.0.1", read=reader)  # the version: the access check
 
 
 def _connect_service(root, warehouse):
