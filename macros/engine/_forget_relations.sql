@@ -19,5 +19,6 @@
     {%- endset -%}
     {%- if run_query('select 1 from ' ~ registry ~ ' where ' ~ condition ~ ' limit 1').rows -%}
         {%- do run_query('delete from ' ~ registry ~ ' where ' ~ condition) -%}
+        {%- do lakemirror._invocation_memo('registry').clear() -%}
     {%- endif -%}
 {% endmacro %}

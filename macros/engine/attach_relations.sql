@@ -28,6 +28,9 @@
     {#-- lakemirror run leaves out tables whose Delta log it found damaged. --#}
     {%- set unavailable = var('lakemirror_damaged_locations', []) -%}
     {%- set rows = run_query(query).rows -%}
+    {%- if schema_name is none -%}
+        {%- do lakemirror._remember_registry(rows) -%}
+    {%- endif -%}
     {%- set schemas = [] -%}
     {%- for row in rows if row[0] not in schemas -%}
         {%- do schemas.append(row[0]) -%}
@@ -133,4 +136,14 @@
 {#-- 'schema.name' of a registry row in the catalog, lower case, as _view_inputs names it. --#}
 {% macro _catalog_name(row) %}
     {{ return((lakemirror.catalog_schema(row[0]) ~ '.' ~ row[1]) | lower) }}
+{% endmacro %}
+
+{#-- Keep the whole registry as this invocation attached it, for register_relation: a relation
+     built since is added to it as it is registered, and a forgotten one makes it unknown. --#}
+{% macro _remember_registry(rows) %}
+    {%- set entries = {} -%}
+    {%- for row in rows -%}
+        {%- do entries.setdefault(row[0] ~ '.' ~ row[1], []).append(row[2:5] | list) -%}
+    {%- endfor -%}
+    {%- do lakemirror._invocation_memo('registry').update({'entries': entries}) -%}
 {% endmacro %}

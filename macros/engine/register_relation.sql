@@ -24,14 +24,20 @@
         schema_name = '{{ lakemirror._sql_escape(schema) }}'
         and table_name = '{{ lakemirror._sql_escape(relation.identifier) }}'
     {%- endset -%}
-    {%- set known = run_query('select location, coalesce(format, \'delta\'), definition from '
-        ~ registry ~ ' where ' ~ key).rows -%}
+    {%- set attached = lakemirror._invocation_memo('registry').get('entries') -%}
+    {%- set name = schema ~ '.' ~ relation.identifier -%}
+    {%- set known = attached.get(name, []) if attached is not none
+        else run_query('select location, coalesce(format, \'delta\'), definition from '
+            ~ registry ~ ' where ' ~ key).rows -%}
     {%- set changed = [] -%}
     {%- for row in known if row | list != entry -%}
         {%- do changed.append(row) -%}
     {%- endfor -%}
     {%- if known | length > 0 and not changed -%}
         {{ return('') }}
+    {%- endif -%}
+    {%- if attached is not none -%}
+        {%- do attached.update({name: [entry]}) -%}
     {%- endif -%}
     {%- set values = [] -%}
     {%- for value in [schema, relation.identifier] + entry -%}

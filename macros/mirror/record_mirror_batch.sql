@@ -5,15 +5,19 @@
 {% endmacro %}
 
 {#-- A blind append: the claimed batch end is read first, in its own statement, so the insert
-     reads nothing of mirror_batches and never conflicts with another model's bookkeeping. --#}
+     reads nothing of mirror_batches and never conflicts with another model's bookkeeping. A
+     batch that ends at or before the applied watermark (nothing new for this table) is not
+     recorded: the watermark stays what it is either way. --#}
 {% macro default__record_mirror_batch() %}
+    {%- if not execute or lakemirror._nothing_to_apply() -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- set batches = lakemirror._mirror_batches_table() -%}
     {%- set relation_name = lakemirror._sql_escape(lakemirror._mirror_relation_name()) -%}
-    {%- set claimed = run_query(
-        'select max(batch_end) from ' ~ batches ~ " where relation_name = '" ~ relation_name
-        ~ "' and invocation_id = '" ~ invocation_id ~ "' and kind = 'claimed'"
-    ).columns[0].values()[0] if execute else none -%}
-    {%- if claimed is not none %}
+    {%- set bounds = lakemirror._mirror_batch_bounds() -%}
+    {%- set claimed, applied = run_query(
+        'select ' ~ bounds.claimed ~ ', ' ~ bounds.applied).rows[0] -%}
+    {%- if claimed is not none and claimed > applied %}
     insert into {{ batches }}
     values (
         '{{ relation_name }}',

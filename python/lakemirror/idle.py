@@ -17,25 +17,38 @@ from lakemirror.staging import IngestResult, Warehouse
 from lakemirror.status import TableStatus
 
 STATE_FILE = "_lakemirror/last_build.json"  # the project state of the last build
+QUIET_VAR = "lakemirror_quiet_relations"  # see quiet_relations
 
 Records = Mapping[tuple[str, str], TableMonitor]
 
 
 def nothing_new(ingested: Sequence[IngestResult], previous: Records,
                 mirrored: Callable[[IngestResult], bool]) -> bool:
-    """Whether no table staged a file now and each one's staged files were all applied by
-    the last run (which did not fail it: a failed table is built again) into a mirrored table
-    that is still there (a deleted one is rebuilt)."""
-    for result in ingested:
-        record = previous.get((result.table.schema, result.table.name))
-        if result.staged_files:
-            return False
-        if result.last_sequence == 0:
-            continue  # nothing staged, nothing to apply
-        if record is None or record.status == "failed" \
-                or record.last_sequence_applied != result.last_sequence or not mirrored(result):
-            return False
-    return True
+    """Whether every table is `settled`."""
+    return all(settled(result, previous, mirrored) for result in ingested)
+
+
+def settled(result: IngestResult, previous: Records,
+            mirrored: Callable[[IngestResult], bool]) -> bool:
+    """Whether the table staged no file now and its staged files were all applied by the last
+    run (which did not fail it: a failed table is built again) into a mirrored table that is
+    still there (a deleted one is rebuilt)."""
+    record = previous.get((result.table.schema, result.table.name))
+    if result.staged_files:
+        return False
+    if result.last_sequence == 0:
+        return True  # nothing staged, nothing to apply
+    return (record is not None and record.status != "failed"
+            and record.last_sequence_applied == result.last_sequence and mirrored(result))
+
+
+def quiet_relations(ingested: Sequence[IngestResult], previous: Records,
+                    mirrored: Callable[[IngestResult], bool]) -> dict[str, list[str]]:
+    """The dbt var naming the mirror models ('schema.table', as in mirror_batches) whose table
+    is `settled` with something staged: a build of an unchanged project sends them no MERGE and
+    no bookkeeping (macros/mirror/_nothing_to_apply.sql), as an idle run builds nothing."""
+    return {QUIET_VAR: sorted(f"{result.table.schema}.{result.table.name}" for result in ingested
+                              if result.last_sequence and settled(result, previous, mirrored))}
 
 
 def as_last_recorded(statuses: Sequence[TableStatus], previous: Records) -> list[TableStatus]:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from lakemirror.delta.known_states import STATES_VAR, KnownStates
 from lakemirror.engine.spark import check_spark_target
 from lakemirror.environment import process_environment
-from lakemirror.idle import as_last_recorded, built_with, nothing_new, project_state, record_build
+from lakemirror.idle import (
+    as_last_recorded,
+    built_with,
+    nothing_new,
+    project_state,
+    quiet_relations,
+    record_build,
+)
 from lakemirror.landing import LandingTable
 from lakemirror.monitor import read_monitor, with_recorded_folders
 from lakemirror.run import ingest, models, record, retire
@@ -56,12 +64,14 @@ class MirrorService:
             staged = [r for r in ingested if opened.is_staged(r.table.schema, r.table.name)]
             previous = read_monitor(layout)
             retired = [status for status in dropped if status.status == "retired"]
-            idle = (len(dropped) == len(retired) and not healed
-                    and built_with(layout) == _state(settings)
-                    and nothing_new(ingested, previous, lambda r: ingest.is_mirrored(layout, r)))
+            unchanged = built_with(layout) == _state(settings)
+            mirrored = partial(ingest.is_mirrored, layout)
+            idle = (len(dropped) == len(retired) and not healed and unchanged
+                    and nothing_new(ingested, previous, mirrored))
+            quiet = quiet_relations(ingested, previous, mirrored) if unchanged else {}
             nodes = (build(settings, log, self.dbt, scope,
                            damaged=ingest.damaged(layout, ingested),
-                           run_vars=self._known_states_vars(), locks=opened.locks)
+                           run_vars={**self._known_states_vars(), **quiet}, locks=opened.locks)
                      if staged and not idle else [])
             self.run_models = record.project_nodes(settings, nodes)
             if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
