@@ -8,6 +8,7 @@ import pyarrow as pa
 from dbt.cli import main as dbt_main
 
 from lakemirror.dbt_vars import (
+    ENGINE_HOME_VAR,
     ENGINE_HOST_VAR,
     ENGINE_PORT_VAR,
     WAREHOUSE_NAME_VAR,
@@ -66,6 +67,8 @@ def test_a_run_hands_dbt_its_data_as_vars_and_leaves_the_environment_alone(tmp_p
     # the engine's address, which changes between processes, never makes dbt parse again
     assert parse == run
     port = build.pop(ENGINE_PORT_VAR)
+    # where the run's engine keeps its token, for lakemirror's dbt plugin
+    assert build.pop(ENGINE_HOME_VAR) == str(service.settings.env.home)
     # and the Delta states the service read, a run-only var too (none: the table is new)
     assert build == {**run, ENGINE_HOST_VAR: "127.0.0.1", STATES_VAR: {}}
     # LAKEMIRROR_ENGINE_PORT's port when set (read into the settings), else the free one the
