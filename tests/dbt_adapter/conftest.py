@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from dbt.adapters.factory import FACTORY
+from dbt.adapters.factory import FACTORY, reset_adapters
 from dbt.cli.main import dbtRunner
 from dbt.tests.fixtures.project import *  # noqa: F401,F403 - dbt-tests-adapter's fixtures
 from dbt.tests.util import run_dbt, write_file
@@ -211,6 +211,11 @@ def fresh_engine_session_per_dbt_command() -> Iterator[None]:
     def fresh_session() -> None:
         close_connect_sessions()
         prepare_spark_session(os.environ.get("LAKEMIRROR_WAREHOUSE"), warm=False)
+
+    # dbt keeps the adapters it registered for the process: one a lakemirror run of an earlier
+    # test left (its profile's, on that run's engine) would serve this module's classes instead
+    # of the adapter made from their profile.
+    reset_adapters()
 
     def fresh_invoke(self: dbtRunner, args: list[str], **kwargs: Any) -> Any:
         fresh_session()
