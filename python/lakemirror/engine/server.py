@@ -69,8 +69,8 @@ def _serve(port: int, with_parent: bool, settings: Settings, problem: str | None
     network, problem = _private_network(problem)
     warning = check_isolation(settings.engine_isolation, problem)
     inner = _start(sail, network)
-    if network is not None and _answers(inner):
-        network, problem = None, f"Sail's port {inner} answers from the host's network"
+    if network is not None and _listens_on_host(inner):
+        network, problem = None, f"Sail's port {inner} listens in the host's network"
         warning = check_isolation(settings.engine_isolation, problem)
     if warning:
         print(warning, file=sys.stderr, flush=True)  # in the engine's log
@@ -124,13 +124,14 @@ def _connect(port: int, network: PrivateNetwork | None) -> socket.socket:
     return connection
 
 
-def _answers(port: int) -> bool:
-    """Whether something accepts connections at the host's loopback `port`."""
-    try:
-        with socket.create_connection((HOST, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
+def _listens_on_host(port: int) -> bool:
+    """Whether this process listens at `port` in the host's network (the sockets the host
+    lists; one in the private network is not among them). Another program listening at the
+    same port number on the host is not this process's Sail."""
+    import psutil
+
+    return any(connection.status == psutil.CONN_LISTEN and connection.laddr.port == port
+               for connection in psutil.Process().net_connections("tcp"))
 
 
 def _tell_ready(facts: dict[str, Any]) -> None:
