@@ -11,7 +11,8 @@
     {%- set insert_marker = lakemirror.row_marker('insert') -%}
     {%- set replacing_markers = lakemirror.replacing_row_markers() -%}
     select
-        {% for column in lakemirror._data_columns(staging) -%}
+        {% for column in lakemirror._data_columns(
+            staging, lakemirror._staging_columns(staging)) -%}
         batch.{{ lakemirror.quote_identifier(column) }},
         {% endfor -%}
         case

@@ -19,7 +19,7 @@ from conftest import as_multiset, mirror_setup, mirrored_rows, on_dbt_events
 pytestmark = pytest.mark.slow
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
-CHANGED_BUDGET = 13  # statements of a mirror model whose table got one change file (the
+CHANGED_BUDGET = 11  # statements of a mirror model whose table got one change file (the
 # invocation's first model: 2 of them create the log of mirror batches)
 UNCHANGED_BUDGET = 2  # its temporary view, and a statement saying there is nothing to apply
 
