@@ -14,7 +14,7 @@
     {{ return(compiled['columns']) }}
 {% endmacro %}
 
-{#-- Keep `body`, the SQL staged_changes or staged_history returns for this model, and return it. --#}
+{#-- Keep `body`, the SQL staged_changes or staged_history returns for this model; return it. --#}
 {% macro _kept_mirror_body(body) %}
     {%- if not execute -%}
         {{ return(body) }}
@@ -29,7 +29,8 @@
      columns the body read are the answer; for any other SQL they are read from the view. --#}
 {% macro _batch_columns(changes) %}
     {%- set compiled = lakemirror._compiled_mirror_body() -%}
-    {%- if 'columns' in compiled and compiled.get('body') == lakemirror._sql_lines(compiled_code) -%}
+    {%- set body = lakemirror._sql_lines(compiled_code) -%}
+    {%- if 'columns' in compiled and compiled.get('body') == body -%}
         {{ return(compiled['columns']) }}
     {%- endif -%}
     {{ return(adapter.get_columns_in_relation(changes)) }}
