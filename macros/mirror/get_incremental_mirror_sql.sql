@@ -12,7 +12,7 @@
             ~ "' as relation_name, 'nothing new to apply' as lakemirror_batch") }}
     {%- endif -%}
     {%- set changes = arg_dict['temp_relation'] -%}
-    {%- set change_columns = adapter.get_columns_in_relation(changes) -%}
+    {%- set change_columns = lakemirror._batch_columns(changes) -%}
     {%- do lakemirror.evolve_mirror_schema(arg_dict['target_relation'], changes,
                                            change_columns) -%}
     {%- set merge_sql = lakemirror.mirror_history_merge_sql if config.get('mirror_history')

@@ -3,7 +3,8 @@
      them); the first run (or --full-refresh) returns the collapsed current state; a model
      with nothing to apply, no rows. --#}
 {% macro staged_changes(staging) %}
-    {{ return(adapter.dispatch('staged_changes', 'lakemirror')(staging)) }}
+    {{ return(lakemirror._kept_mirror_body(
+        adapter.dispatch('staged_changes', 'lakemirror')(staging))) }}
 {% endmacro %}
 
 {% macro default__staged_changes(staging) %}
@@ -29,7 +30,8 @@
             select * from {{ batch }} as batch
         {%- endif -%}
     {%- else -%}
-        {%- set data_columns = lakemirror._data_columns(staging) -%}
+        {%- set data_columns = lakemirror._data_columns(
+            staging, lakemirror._staging_columns(staging)) -%}
         select
             {% for column in data_columns -%}
             {{ lakemirror.quote_identifier(column) }},
