@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakemirror.dbt_runner import dbt_invoke
+from lakemirror.codegen.quoting import dbt_yaml_text
 from lakemirror.environment import read_settings
 from lakemirror.reference import ROW_MARKER
 from lakemirror.run.dbt import engine_vars
 from lakemirror.service import engine_address
 
-from conftest import mirror_setup, owner_session
+from conftest import copy_project, mirror_setup, owner_session
 
 pytestmark = pytest.mark.slow
 M = ROW_MARKER
@@ -66,15 +67,14 @@ def break_tables(warehouse):
         spark.stop()
 
 
-def stored_failures(service):
-    """`dbt test --store-failures` on the service's project: the problems of each failing
-    test's rows, by test name."""
-    project, warehouse = service.settings.project_dir, service.settings.warehouse
+def stored_failures(project, warehouse, command, *selection):
+    """`dbt <command> --store-failures` on `project`: the problems of each failing test's rows,
+    by test name."""
     env = read_settings()
-    results = dbt_invoke("test", project, profiles_dir=project / "profiles", target="embedded",
+    results = dbt_invoke(command, project, profiles_dir=project / "profiles", target="embedded",
                          engine="embedded", warehouse=str(warehouse),
                          run_vars=engine_vars(engine_address(env), env.home),
-                         extra_args=("--store-failures",))
+                         extra_args=("--store-failures", *selection))
     return {result.name: Counter(pq.read_table(warehouse / "dbt_test__audit" / result.name)
                                  .column("problem").to_pylist())
             for result in results if result.status == "fail"}
@@ -116,6 +116,44 @@ def test_each_broken_rule_fails_the_one_test_of_its_model_and_a_healthy_table_pa
         ("lakemirror_mirror_rows_dbo__healthy", "pass"),
         ("lakemirror_mirror_rows_dbo__hostile", "fail"),
         ("lakemirror_mirror_rows_dbo__versions", "pass")]
-    assert stored_failures(service) == {
+    assert stored_failures(service.settings.project_dir, service.settings.warehouse,
+                           "test") == {
         "lakemirror_mirror_rows_dbo__hostile": TABLES["Hostile"][1],
         "lakemirror_history_rows_dbo__versions__history": TABLES["Versions"][2]}
+
+
+BROKEN_ROWS = """{{ config(materialized='table') }}
+select * from values
+    (cast(null as string), 1, 1, true, false),
+    ('x', 2, 2, true, false),
+    ('y', 2, 2, true, false),
+    ('z', cast(null as int), cast(null as int), true, false),
+    ('w', 5, 5, cast(null as boolean), cast(null as boolean))
+    as broken (`a``b`, _lm_position, _lm_valid_from, _lm_is_current, _lm_is_deleted)
+"""
+
+
+def test_every_check_of_both_tests_names_its_problem_on_rows_no_delta_table_allows(tmp_path):
+    """NULL positions and NULL `_lm_is_current` are refused by the mirrored tables' schema, so
+    the tests run on a table of such rows here; a position with two problems names both."""
+    project = copy_project(tmp_path / "project")
+    (project / "models/user").mkdir(parents=True)
+    (project / "models/user/broken_rows.sql").write_text(BROKEN_ROWS)
+    (project / "models/user/broken_rows.yml").write_text(f"""version: 2
+models:
+  - name: broken_rows
+    data_tests:
+      - lakemirror.mirror_rows:
+          name: mirror_rows_of_broken_rows
+          arguments:
+            keys: [{dbt_yaml_text("a`b")}]
+      - lakemirror.history_rows:
+          name: history_rows_of_broken_rows
+""")
+    assert stored_failures(project, tmp_path / "warehouse", "build", "--select",
+                           "broken_rows") == {
+        "mirror_rows_of_broken_rows": Counter({
+            "null key": 1, "duplicate _lm_position": 1, "null _lm_position": 1}),
+        "history_rows_of_broken_rows": Counter({
+            "duplicate _lm_valid_from": 1, "null _lm_valid_from": 1,
+            "null _lm_is_current, null _lm_is_deleted": 1})}
