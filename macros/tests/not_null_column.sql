@@ -1,6 +1,7 @@
 {#-- not_null for a column given by its name, whatever characters it holds: the name is quoted
      with lakemirror.quote_identifier (declare the column with `quote: false`, so dbt passes the
-     name itself). Generated mirror models test their key columns with it. --#}
+     name itself). Mirror models generated before lakemirror.mirror_rows tested their key
+     columns with it: their yml files, once edited, are kept as they are and still use it. --#}
 {% test not_null_column(model, column_name) %}
     {{ adapter.dispatch('test_not_null_column', 'lakemirror')(model, column_name) }}
 {% endtest %}

@@ -39,8 +39,11 @@ def test_generated_model_names_keys_strategy_and_source(tmp_path):
     [model] = document["models"]
     assert [get_rendered(column["name"], {}) for column in model["columns"]] == [
         "OrderID", "Line'No", "_lm_position"]
-    assert [column["data_tests"] for column in model["columns"]] == [
-        ["lakemirror.not_null_column"], ["lakemirror.not_null_column"], ["not_null", "unique"]]
+    assert [column.get("data_tests") for column in model["columns"]] == [None, None, None]
+    [test] = model["data_tests"]  # one test for the whole model
+    assert [get_rendered(key, {}, native=True)
+            for key in test["lakemirror.mirror_rows"]["arguments"]["keys"]] == [
+        "OrderID", "Line'No"]
 
 
 @pytest.mark.parametrize("name", [
@@ -55,6 +58,9 @@ def test_generated_files_hold_names_only_as_inert_text(tmp_path, name):
     assert (config["unique_key"], config["conditional_update_column"]) == ([name, "id"], name)
     [model] = yaml.safe_load(yml)["models"]
     assert get_rendered(model["columns"][0]["name"], {}) == name
+    [test] = model["data_tests"]
+    assert [get_rendered(key, {}, native=True)
+            for key in test["lakemirror.mirror_rows"]["arguments"]["keys"]] == [name, "id"]
     assert name in get_rendered(model["description"], {})
 
 
@@ -92,7 +98,8 @@ def test_tests_of_a_warehouse_bound_model_are_enabled_with_it(tmp_path):
     write_history_model(tmp_path, model)
     for path in ["dbo/dbo__t.yml", "dbo/history/dbo__t__history.yml"]:
         [described] = yaml.safe_load((tmp_path / "models/mirror" / path).read_text())["models"]
-        tests = [test for column in described["columns"] for test in column.get("data_tests", [])]
-        assert tests and all(isinstance(test, dict) for test in tests), path
+        tests = described["data_tests"]
+        assert len(tests) == 1 and isinstance(tests[0], dict), path
+        assert not any("data_tests" in column for column in described["columns"]), path
         assert {next(iter(test.values()))["config"]["enabled"] for test in tests} == {
             described["config"]["enabled"]}, path

@@ -92,8 +92,8 @@ def test_hostile_names_mirror_exactly_next_to_a_healthy_table_and_drop_cleanly(
         assert {name: status.status for name, status in statuses.items()} == dict.fromkeys(
             [*map(str.lower, TABLES), "healthy"], "replicating") | (
             {"quoted": "degraded"} if sequence == 2 else {}), statuses
-    # The NULL key fails the key's not_null test (it ran, and found the row).
-    assert "lakemirror_not_null_column_dbo__quoted_a_b" in statuses["quoted"].error
+    # The NULL key fails the model's test (it ran, and found the row).
+    assert "lakemirror_mirror_rows_dbo__quoted (fail" in statuses["quoted"].error
 
     for folder, (keys, conditional, _) in TABLES.items():
         assert mirrored_rows(service.settings.warehouse, "dbo", folder.lower()) == expected_rows(
@@ -109,13 +109,13 @@ def test_hostile_names_mirror_exactly_next_to_a_healthy_table_and_drop_cleanly(
         assert node["config"]["unique_key"] == keys
         assert node["config"].get("conditional_update_column") == conditional
         assert list(node["columns"]) == [*keys, "_lm_position"]
-    # Each key's not_null test ran: passed, or failed on the NULL key (it did not error).
+    # Each model's test ran on its keys: passed, or failed on the NULL key (it did not error).
     results = json.loads((service.settings.project_dir / "target/run_results.json").read_text())
-    key_tests = {manifest["nodes"][result["unique_id"]]["column_name"]:
-                 (result["status"], result["failures"]) for result in results["results"]
-                 if "not_null_column" in result["unique_id"]}
-    assert key_tests == {key: ("pass", 0) for keys, _, _ in TABLES.values() for key in keys} | {
-        "id": ("pass", 0), "a`b": ("fail", 1)}
+    model_tests = {result["unique_id"].split(".")[2]: (result["status"], result["failures"])
+                   for result in results["results"] if result["unique_id"].startswith("test.")}
+    assert model_tests == {f"lakemirror_mirror_rows_dbo__{folder.lower()}": ("pass", 0)
+                           for folder in [*TABLES, "Healthy"]} | {
+        "lakemirror_mirror_rows_dbo__quoted": ("fail", 1)}
 
     # Deleting the hostile folders drops their tables; the healthy table stays.
     for folder in TABLES:

@@ -156,7 +156,8 @@ def test_failing_dbt_tests_make_the_table_degraded_and_the_exit_code_one(tmp_pat
     assert result.exit_code == 1, result.output
     tables = {t["table"]: t for t in json.loads(result.stdout)["tables"]}
     assert (tables["t"]["status"], tables["t"]["error_class"]) == ("degraded", "user")
-    assert "not_null" in tables["t"]["error"] and tables["t"]["rows"] == 3
+    assert "lakemirror_mirror_rows_dbo__t (fail" in tables["t"]["error"]
+    assert tables["t"]["rows"] == 3
     assert tables["ok"]["status"] == "replicating" and tables["ok"]["error"] is None
 
 

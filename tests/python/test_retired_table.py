@@ -143,8 +143,8 @@ def test_the_users_of_a_model_are_the_nodes_lakemirror_did_not_generate():
         "model.p.dbo__customers": node("dbo__customers", f"{mirror}/dbo__customers.sql"),
         "model.p.dbo__customers__history": node(
             "dbo__customers__history", f"{mirror}/history/dbo__customers__history.sql"),
-        "test.p.unique_dbo__customers__lm_position": node(
-            "unique_dbo__customers__lm_position", f"{mirror}/dbo__customers.yml", "test"),
+        "test.p.lakemirror_mirror_rows_dbo__customers": node(
+            "lakemirror_mirror_rows_dbo__customers", f"{mirror}/dbo__customers.yml", "test"),
         "model.p.report": node("report", "models/user/report.sql"),
         "test.p.relationships_report": node("relationships_report", "models/user/_user.yml",
                                             "test"),
@@ -153,7 +153,7 @@ def test_the_users_of_a_model_are_the_nodes_lakemirror_did_not_generate():
     manifest = SimpleNamespace(nodes=nodes, exposures={
         "exposure.p.dashboard": node("dashboard", "models/user/_exposures.yml", "exposure")},
         child_map={
-            "model.p.dbo__customers": ["test.p.unique_dbo__customers__lm_position",
+            "model.p.dbo__customers": ["test.p.lakemirror_mirror_rows_dbo__customers",
                                        "test.p.relationships_report"],
             "model.p.dbo__customers__history": ["model.p.report", "exposure.p.dashboard"],
             "model.p.dbo__orders": []})

@@ -269,7 +269,7 @@ def columns(path: Path) -> list[tuple[str, Any]]:
 def test_every_table_replicates_and_the_deleted_one_is_dropped(mirrored):
     for phase, statuses in enumerate(mirrored.statuses, 1):
         expected = {table.name[1]: "replicating" for table in TABLES} | {"tsv": "replicating"}
-        expected["pairs"] = "degraded"  # a NULL key part: its not_null test fails, as it should
+        expected["pairs"] = "degraded"  # a NULL key part: its model's test fails, as it should
         if phase == 3:
             expected = {name.split(".")[1]: "replicating" for name in THIRD_RUN}
             expected["deleted"] = "dropped"

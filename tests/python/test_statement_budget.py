@@ -56,6 +56,9 @@ def test_a_warm_batch_sends_a_handful_of_statements_per_mirror_model(tmp_path, m
     assert quiet <= UNCHANGED_BUDGET, shown
     merges = Counter(node for node, sql in sent if sql.startswith("merge into"))
     assert merges == {"model.lakemirror.dbo__changed": 1}, merges
+    tests = Counter(node.split(".")[2] for node, _ in sent if node.startswith("test."))
+    assert tests == {"lakemirror_mirror_rows_dbo__changed": 1,  # one test, one statement
+                     "lakemirror_mirror_rows_dbo__quiet": 1}, tests
     created = Counter(found.group(1) for _, sql in sent if (found := re.match(
         r"create table if not exists _lakemirror_control\.(\w+)", sql)))
     assert set(created) == {"relations", "mirror_batches"}, created

@@ -22,7 +22,7 @@ from lakemirror.codegen.generated import (
     model_sql,
     write_generated,
 )
-from lakemirror.codegen.models import MirrorModel, data_tests
+from lakemirror.codegen.models import MirrorModel, model_test
 from lakemirror.codegen.quoting import jinja_string, yaml_string
 from lakemirror.codegen.warehouses import read_warehouses, warehouse_condition
 from lakemirror.errors import FileNameError
@@ -70,19 +70,16 @@ models:
       Every version of each key of {qualified} (SCD type 2), from its staged changes. Built when
       the dbt var {HISTORY_VARIABLE} lists '{qualified}' (or '*').
     config:
-      enabled: {model_enabled}
+      enabled: {model_enabled}{model_test("lakemirror.history_rows", name, {}, enabled)}
     columns:
       - name: _lm_valid_from
         description: Change position (file sequence * 10^10 + row) that opened the version.
-        data_tests:{data_tests(["not_null", "unique"], enabled)}
       - name: _lm_valid_to
         description: Position of the update, upsert or delete that ended it; NULL while current.
       - name: _lm_is_current
         description: The version is the key's current row (_lm_valid_to is NULL).
-        data_tests:{data_tests(["not_null"], enabled)}
       - name: _lm_is_deleted
         description: A delete ended the version.
-        data_tests:{data_tests(["not_null"], enabled)}
 """
 
 

@@ -70,16 +70,16 @@ class MirrorModel:
 
     def yml(self, warehouses: Collection[str] | None = None) -> str:
         """The model's yml. dbt renders yml values as jinja, so each value holding a name is an
-        inert jinja expression of it (see `dbt_yaml_text`); key columns are tested with
-        lakemirror.not_null_column, which quotes the name itself (`quote: false` keeps dbt's
-        unescaped quoting out). With `warehouses`, the source and the model are enabled only
-        for those warehouses."""
+        inert jinja expression of it (see `dbt_yaml_text`); the model is tested with
+        lakemirror.mirror_rows, which quotes the key names itself. With `warehouses`, the
+        source and the model are enabled only for those warehouses."""
         enabled = None if warehouses is None else f"*{WAREHOUSES_ANCHOR}"
+        key_names = ", ".join(dbt_yaml_text(key) for key in self.key_columns)
+        tests = model_test("lakemirror.mirror_rows", self.name, {"keys": f"[{key_names}]"},
+                           enabled)
         keys = "".join(f"""
       - name: {dbt_yaml_text(key)}
-        description: Key column (keyColumns in _metadata.json).
-        quote: false
-        data_tests:{data_tests(["lakemirror.not_null_column"], enabled)}"""
+        description: Key column (keyColumns in _metadata.json)."""
             for key in self.key_columns)
         key_text = ", ".join(self.key_columns) or "none: inserts only"
         qualified = f"{self.schema}.{self.table}"
@@ -105,22 +105,25 @@ sources:
 
 models:
   - name: {yaml_string(self.name)}
-    description: {dbt_yaml_text(model_text)}{model_config}
+    description: {dbt_yaml_text(model_text)}{model_config}{tests}
     columns:{keys}
       - name: _lm_position
         description: Change position (file sequence * 10^10 + row) that wrote the row.
-        data_tests:{data_tests(["not_null", "unique"], enabled)}
 """
 
 
-def data_tests(names: list[str], enabled: str | None) -> str:
-    """A column's `data_tests` entries; with `enabled` (a yml value), each test is enabled as
-    its model is: a model of another warehouse is disabled, and its tests must not fall back
-    on a model of the same name elsewhere (your project's, when lakemirror is a package)."""
-    if enabled is None:
-        return "".join(f"\n          - {name}" for name in names)
-    config = f":\n              config:\n                enabled: {enabled}"
-    return "".join(f"\n          - {name}{config}" for name in names)
+def model_test(test: str, model: str, arguments: dict[str, str], enabled: str | None) -> str:
+    """The `data_tests` of the model named `model`: the one generic test `test`, which checks
+    all its rows in one statement, with `arguments` (yml values), named `<test>_<model>`
+    (dbt's own name would spell out the arguments: the key names, escaped). With `enabled` (a yml value), the test is
+    enabled as its model is: a model of another warehouse is disabled, and its test must not
+    fall back on a model of the same name elsewhere (your project's, when lakemirror is a
+    package)."""
+    entry = f"\n          name: {yaml_string(test.replace('.', '_') + '_' + model)}"
+    settings = "".join(f"\n            {name}: {value}" for name, value in arguments.items())
+    entry += f"\n          arguments:{settings}" if arguments else ""
+    entry += f"\n          config:\n            enabled: {enabled}" if enabled is not None else ""
+    return f"\n    data_tests:\n      - {test}:{entry}"
 
 
 def write_model(project_dir: Path, model: MirrorModel, *,
