@@ -81,3 +81,31 @@ def test_anything_new_makes_the_run_build(mirrored, monkeypatch, change):
     assert calls == ["build"] and t.status == "replicating", t.error
     expected = [{"id": 1, "v": "b" if change == "new file" else "a"}]
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+
+
+def test_a_table_left_out_of_a_build_keeps_its_last_status_and_is_not_built(
+        mirrored, monkeypatch):
+    """A run where one table got a file builds that table alone: another table, whose dbt
+    tests failed last time, is neither built nor tested, and stays `degraded` with its error."""
+    zone, service, first = mirrored
+    zone.table("Tested", ["id"])
+    zone.write("Tested", 1, [{"id": None, "v": "no key", M: 0}], SCHEMA)
+    degraded = {status.table: status for status in service.run()}["tested"]
+    assert degraded.status == "degraded" and "not_null" in degraded.error
+    nodes = []
+    real = service.dbt
+
+    def recording(settings, command, *args, **kwargs):
+        result = real(settings, command, *args, **kwargs)
+        nodes.extend(result)
+        return result
+    monkeypatch.setattr(service, "dbt", recording)
+    zone.write("T", 2, [{"id": 1, "v": "b", M: 1}], SCHEMA)
+    again = {status.table: status for status in service.run()}
+    assert again["tested"] == degraded
+    assert again["t"].status == "replicating"
+    built = {node.unique_id for node in nodes}
+    assert "model.lakemirror.dbo__t" in built
+    assert not [node for node in built if "dbo__tested" in node], built
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
+        [{"id": 1, "v": "b"}])

@@ -23,17 +23,22 @@ from lakemirror.table_outcome import rebuild_after_crash
 
 def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = None, *,
           damaged: dict[str, list[str]] | None = None,
+          left_out: frozenset[str] = frozenset(),
           run_vars: Mapping[str, object] | None = None,
           locks: HeldLocks = HeldLocks({})) -> list[NodeResult]:
     """`dbt build` on the configured target, limited to the scope's mirror models when
-    tables were selected, and never building another run's tables nor the `damaged` ones
-    (model → locations, which are not attached either); models that lost a commit conflict
-    are built again with backoff, and those an engine crash interrupted once more on a
-    fresh engine. When dbt cannot parse the project, its mirror models build alone, and the
+    tables were selected, and never building another run's tables, the `damaged` ones
+    (model → locations, which are not attached either) nor the `left_out` ones (models of
+    tables with nothing to apply: neither they nor their tests run); models that lost a
+    commit conflict are built again with backoff, and those an engine crash interrupted once
+    more on a fresh engine. When dbt cannot parse the project, its mirror models build alone, and the
     parse error is a failed node of the result. `run_vars` go to dbt besides (see
     `invoke_dbt`); none of the run's `locks` may have been lost."""
     damaged = damaged or {}
-    selection = _selection(settings, scope, frozenset(damaged)) if scope is not None else []
+    selection = (_selection(settings, scope, frozenset(damaged) | left_out)
+                 if scope is not None else [])
+    if selection == ["--select"]:
+        return []  # every table of the scope left out
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
     extra_vars = {**(run_vars or {}), **(unattached if damaged else {})}
@@ -77,7 +82,8 @@ def _selection(settings: RunSettings, scope: Scope,
                skip: frozenset[str] = frozenset()) -> list[str]:
     """dbt node selection: the scope's mirror models (and their history models) when
     explicit, else all nodes but the mirror and history models of tables outside the scope
-    (created meanwhile by another run)."""
+    (created meanwhile by another run); never those of the `skip` models. dbt's indirect
+    selection leaves out the tests of every model left out."""
     models = mirror_models(settings.project_dir)
     skip = skip | {name + HISTORY_SUFFIX for name in skip}
     ours = {staging_table_name(*split_qualified_name(name)) for name in scope.names}

@@ -3,12 +3,18 @@ records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.known_states import KnownStates
 from lakemirror.delta.rows import loaded_row_count
-from lakemirror.monitor import applied_positions, monitor_record, read_records, write_monitor
+from lakemirror.monitor import (
+    TableMonitor,
+    applied_positions,
+    monitor_record,
+    read_records,
+    write_monitor,
+)
 from lakemirror.node_result import NodeResult, is_model_of
 from lakemirror.run.build import mirror_models
 from lakemirror.run.log import RunLog
@@ -22,10 +28,14 @@ from lakemirror.table_outcome import table_status
 
 
 def statuses(settings: RunSettings, ingested: list[IngestResult], nodes: list[NodeResult],
-             known: KnownStates) -> list[TableStatus]:
+             known: KnownStates, recorded: Mapping[tuple[str, str], TableMonitor] | None = None
+             ) -> list[TableStatus]:
     """Each ingested table's status after the build's `nodes`; the mirrored tables' Delta
-    states read on the way are kept in `known` for the next build."""
-    return [_status(settings, result, nodes, known) for result in ingested]
+    states read on the way are kept in `known` for the next build. A table the run did not
+    build has the rows of its `recorded` (last) record: its mirrored table is not read."""
+    recorded = recorded or {}
+    return [_status(settings, result, nodes, known, recorded.get(
+        (result.table.schema, result.table.name))) for result in ingested]
 
 
 def project_nodes(settings: RunSettings, nodes: list[NodeResult]) -> list[NodeStatus]:
@@ -42,7 +52,9 @@ def project_nodes(settings: RunSettings, nodes: list[NodeResult]) -> list[NodeSt
 
 
 def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult],
-            known: KnownStates) -> TableStatus:
+            known: KnownStates, recorded: TableMonitor | None) -> TableStatus:
+    if recorded is not None:
+        return table_status(result, nodes, recorded.rows, attempts=settings.backoff.attempts)
     schema, name = result.table.schema, result.table.name
     path = settings.layout.mirrored_path(schema, name)
     try:
@@ -57,10 +69,11 @@ def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult]
 
 def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, known: KnownStates, *,
-               applied_now: bool, retired: Sequence[TableStatus] = ()) -> None:
+               built: Collection[tuple[str, str]], retired: Sequence[TableStatus] = ()) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it (and,
     as `retired`, of the `retired` ones), and save the Delta states it read (`known`) for
-    the next process's first build."""
+    the next process's first build; the tables its build ran for, (schema, table), are
+    `built`."""
     with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                       progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
@@ -73,7 +86,7 @@ def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
             write_monitor(layout, kept + [
                 monitor_record(result, status, previous.get((status.schema, status.table)),
                                applied.get(f"{status.schema}.{status.table}", 0),
-                               applied_now=applied_now)
+                               applied_now=(status.schema, status.table) in built)
                 for result, status in zip(ingested, statuses)]
                 + retired_records(retired, previous), previous)
             known.save(layout.storage)
