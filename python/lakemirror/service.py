@@ -28,7 +28,7 @@ from lakemirror.run.maintain import maintain
 from lakemirror.run.scope import locked_scope
 from lakemirror.run.server_storage import check_server_storage
 from lakemirror.run.settings import RunSettings
-from lakemirror.staging import IngestResult, staging_table_name
+from lakemirror.staging import staging_table_name
 from lakemirror.table_scope import Scope
 from lakemirror.status import NodeStatus, TableStatus
 
@@ -69,7 +69,8 @@ class MirrorService:
             settled = (settled_tables(ingested, previous, partial(ingest.is_mirrored, layout))
                        if unchanged else frozenset())
             idle = (len(dropped) == len(retired) and not healed and unchanged
-                    and all(_key(result) in settled for result in ingested))
+                    and all((result.table.schema, result.table.name) in settled
+                            for result in ingested))
             recorded = left_out(settled, previous)  # not built: as last recorded
             nodes = (build(settings, log, self.dbt, scope,
                            damaged=ingest.damaged(layout, ingested),
@@ -85,9 +86,7 @@ class MirrorService:
             if idle:
                 log.progress("nothing new: no dbt build")
             record.record_run(settings, log, ingested, statuses, scope, self.known_states,
-                              built=frozenset(_key(result) for result in ingested
-                                              if nodes and _key(result) not in recorded),
-                              retired=retired)
+                              applied_now=bool(nodes), left_out=recorded, retired=retired)
             maintain(settings, log, [f"{s.schema}.{s.table}" for s in statuses if s.status !=
                                      "failed" and opened.is_staged(s.schema, s.table)])
             return with_recorded_folders(dropped, previous) + statuses
@@ -103,7 +102,7 @@ class MirrorService:
             statuses = record.statuses(settings, ingested, [], self.known_states)
             dropped = with_recorded_folders(dropped, read_monitor(settings.layout))
             record.record_run(settings, log, ingested, statuses, scope, self.known_states,
-                              built=frozenset(), retired=dropped)
+                              applied_now=False, retired=dropped)
             return dropped + statuses
 
     def _known_states_vars(self) -> dict[str, object]:
@@ -124,10 +123,6 @@ class MirrorService:
 
 def _state(settings: RunSettings) -> str:
     return project_state(settings.project_dir, settings.target, settings.dbt_vars)
-
-
-def _key(result: IngestResult) -> tuple[str, str]:
-    return result.table.schema, result.table.name
 
 
 def _in_scope(tables: list[LandingTable], scope: Scope) -> list[LandingTable]:

@@ -48,9 +48,9 @@ def test_a_run_with_nothing_new_does_not_build_and_reports_every_table(mirrored,
     assert again == first
 
 
-def test_an_idle_run_reads_each_staging_log_once(mirrored, monkeypatch):
+def test_an_idle_run_reads_each_staging_log_once_and_no_mirrored_table(mirrored, monkeypatch):
     """The retirement check, the ingest, the models and the binding share the table's
-    staging log as the run read it."""
+    staging log as the run read it, and each table's rows come from its last record."""
     zone, service, first = mirrored
     opened = []
     real = DeltaTable.__init__
@@ -60,10 +60,11 @@ def test_an_idle_run_reads_each_staging_log_once(mirrored, monkeypatch):
         real(self, table_uri, *args, **kwargs)
     monkeypatch.setattr(DeltaTable, "__init__", counting)
     for _ in range(2):  # as `run --watch` does: each run reads the log again
-        service.run()
+        assert {status.table: status for status in service.run()} == first
     layout = service.settings.layout
     assert opened.count(str(layout.staging_path("dbo", "t"))) == 2
     assert str(layout.staging_path("dbo", "gap")) not in opened  # nothing staged yet
+    assert str(layout.mirrored_path("dbo", "t")) not in opened
 
 
 @pytest.mark.parametrize("change", ["new file", "mirrored folder deleted", "project edited"])

@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.known_states import KnownStates
 from lakemirror.delta.rows import loaded_row_count
+from lakemirror.landing.changes import ROWS_PER_FILE
 from lakemirror.monitor import (
     TableMonitor,
     applied_positions,
@@ -69,27 +70,40 @@ def _status(settings: RunSettings, result: IngestResult, nodes: list[NodeResult]
 
 def record_run(settings: RunSettings, log: RunLog, ingested: list[IngestResult],
                statuses: list[TableStatus], scope: Scope, known: KnownStates, *,
-               built: Collection[tuple[str, str]], retired: Sequence[TableStatus] = ()) -> None:
+               applied_now: bool, left_out: Collection[tuple[str, str]] = (),
+               retired: Sequence[TableStatus] = ()) -> None:
     """Write this run's monitoring records, keeping those of tables not selected for it (and,
     as `retired`, of the `retired` ones), and save the Delta states it read (`known`) for
-    the next process's first build; the tables its build ran for, (schema, table), are
-    `built`."""
+    the next process's first build. The tables `left_out` of its build, (schema, table),
+    keep their records' applied watermark (of an idle run, mirror_batches is not read)."""
     with control_lock(settings.layout.storage, timeout=settings.lock_timeout,
                       progress=log.progress, lease_seconds=settings.env.lease_seconds):
         try:
             layout = settings.layout
             records = read_records(layout)  # of each folder, whatever its case
             previous = {(record.schema, record.table): record for record in records}
-            applied = applied_positions(layout)
+            recorded = {key: previous[key] for key in left_out if key in previous}
+            applied = ({} if all((status.schema, status.table) in recorded for status in statuses)
+                       else applied_positions(layout))
             kept = [record for record in records if scope.explicit
                     and f"{record.schema}.{record.table}" not in scope]
             write_monitor(layout, kept + [
                 monitor_record(result, status, previous.get((status.schema, status.table)),
-                               applied.get(f"{status.schema}.{status.table}", 0),
-                               applied_now=(status.schema, status.table) in built)
+                               _applied_position(status, applied, recorded),
+                               applied_now=applied_now
+                               and (status.schema, status.table) not in recorded)
                 for result, status in zip(ingested, statuses)]
                 + retired_records(retired, previous), previous)
             known.save(layout.storage)
         except Exception as error:  # the run's own status is still printed
             log.progress(f"warning: could not record this run for `lakemirror status`: "
                          f"{type(error).__name__}: {error}")
+
+
+def _applied_position(status: TableStatus, applied: Mapping[str, int],
+                      recorded: Mapping[tuple[str, str], TableMonitor]) -> int:
+    """The table's applied watermark: mirror_batches' (`applied`), or its `recorded` one."""
+    record = recorded.get((status.schema, status.table))
+    if record is not None:
+        return record.last_sequence_applied * ROWS_PER_FILE
+    return applied.get(f"{status.schema}.{status.table}", 0)
