@@ -11,12 +11,14 @@
         or config.get('materialized') not in ['table', 'incremental'] -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set settings = lakemirror.delta_settings() -%}
+    {#-- validated before any SQL of the model runs; after it, only for a table to check --#}
+    {%- set validated = lakemirror.delta_settings() if moment == 'before' else none -%}
     {%- set replaced = config.get('materialized') == 'table' or should_full_refresh() -%}
     {%- set relation = load_relation(this) -%}
     {%- if relation is none or (moment == 'before') == replaced -%}
         {{ return('') }}
     {%- endif -%}
+    {%- set settings = validated or lakemirror.delta_settings() -%}
     {%- set location = lakemirror._table_location(this) -%}
     {%- set state = (lakemirror._known_delta_state(location) if moment == 'before' else none)
         or lakemirror.read_delta_state(location) -%}

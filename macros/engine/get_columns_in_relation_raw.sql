@@ -15,9 +15,9 @@
         {% do return(run_query("select '' as col_name, '' as data_type, '' as comment limit 0")) %}
     {%- endif -%}
     {%- set described = [] -%}
-    {%- for name in names -%}
-        {%- do described.append(loop.index ~ ", '" ~ lakemirror._sql_escape(name) ~ "', typeof("
-            ~ lakemirror.quote_identifier(name) ~ ')') -%}
+    {%- for column in lakemirror._quoted_identifiers(names) -%}
+        {%- do described.append(loop.index ~ ", '" ~ lakemirror._sql_escape(names[loop.index0])
+            ~ "', typeof(" ~ column ~ ')') -%}
     {%- endfor -%}
     {%- set probe -%}
         with probe as (

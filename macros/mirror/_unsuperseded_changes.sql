@@ -11,8 +11,9 @@
     {%- set insert_marker = lakemirror.row_marker('insert') -%}
     {%- set replacing_markers = lakemirror.replacing_row_markers() -%}
     select
-        {% for column in lakemirror._data_columns(staging) -%}
-        batch.{{ lakemirror.quote_identifier(column) }},
+        {% for column in lakemirror._quoted_identifiers(lakemirror._data_columns(
+            staging, lakemirror._staging_columns(staging))) -%}
+        batch.{{ column }},
         {% endfor -%}
         case
             when superseded._lm_superseded is null then batch.__rowMarker__

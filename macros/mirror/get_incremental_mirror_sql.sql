@@ -6,7 +6,7 @@
 
 {% macro default__get_incremental_mirror_sql(arg_dict) %}
     {%- set changes = arg_dict['temp_relation'] -%}
-    {%- set change_columns = adapter.get_columns_in_relation(changes) -%}
+    {%- set change_columns = lakemirror._batch_columns(changes) -%}
     {%- do lakemirror.evolve_mirror_schema(arg_dict['target_relation'], changes,
                                            change_columns) -%}
     {%- set merge_sql = lakemirror.mirror_history_merge_sql if config.get('mirror_history')

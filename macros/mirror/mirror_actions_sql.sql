@@ -10,6 +10,7 @@
 
 {% macro default__mirror_actions_sql(changes, key_columns, data_columns) %}
     {%- set keys = key_columns if key_columns is not string else [key_columns] -%}
+    {%- set quoted_columns = lakemirror._quoted_identifiers(data_columns) -%}
     with changes as (
         select * from {{ changes }}
     ),
@@ -54,8 +55,8 @@
     {%- endif %}
 
     select
-        {% for column in data_columns -%}
-        {{ lakemirror.quote_identifier(column) }},
+        {% for column in quoted_columns -%}
+        {{ column }},
         {% endfor -%}
         _lm_position,
         'remove' as _lm_action
@@ -65,8 +66,8 @@
     union all
 
     select
-        {% for column in data_columns -%}
-        {{ lakemirror.quote_identifier(column) }},
+        {% for column in quoted_columns -%}
+        {{ column }},
         {% endfor -%}
         _lm_position,
         'write' as _lm_action

@@ -8,6 +8,7 @@
 
 {% macro default__mirror_merge_sql(target, changes, key_columns, data_columns) %}
     {%- set keys = key_columns if key_columns is not string else [key_columns] -%}
+    {%- set quoted_columns = lakemirror._quoted_identifiers(data_columns) -%}
     merge into {{ target }} as target
     using (
         {{ lakemirror.mirror_actions_sql(changes, keys, data_columns) }}
@@ -25,13 +26,13 @@
         )
     when matched and source._lm_action = 'remove' then delete
     when not matched and source._lm_action = 'write' then insert (
-        {% for column in data_columns -%}
-        {{ lakemirror.quote_identifier(column) }},
+        {% for column in quoted_columns -%}
+        {{ column }},
         {% endfor -%}
         _lm_position
     ) values (
-        {% for column in data_columns -%}
-        source.{{ lakemirror.quote_identifier(column) }},
+        {% for column in quoted_columns -%}
+        source.{{ column }},
         {% endfor -%}
         source._lm_position
     )

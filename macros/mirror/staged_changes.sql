@@ -2,7 +2,8 @@
      watermark up to this run's claimed batch end (the `mirror` strategy collapses and MERGEs
      them); the first run (or --full-refresh) returns the collapsed current state. --#}
 {% macro staged_changes(staging) %}
-    {{ return(adapter.dispatch('staged_changes', 'lakemirror')(staging)) }}
+    {{ return(lakemirror._kept_mirror_body(
+        adapter.dispatch('staged_changes', 'lakemirror')(staging))) }}
 {% endmacro %}
 
 {% macro default__staged_changes(staging) %}
@@ -25,7 +26,8 @@
             select * from {{ batch }} as batch
         {%- endif -%}
     {%- else -%}
-        {%- set data_columns = lakemirror._data_columns(staging) -%}
+        {%- set data_columns = lakemirror._data_columns(
+            staging, lakemirror._staging_columns(staging)) -%}
         select
             {% for column in data_columns -%}
             {{ lakemirror.quote_identifier(column) }},

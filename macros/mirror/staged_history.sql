@@ -9,7 +9,8 @@
      ends the versions of earlier batches ('close' rows), which mirror_history_merge_sql
      applies. --#}
 {% macro staged_history(staging) %}
-    {{ return(adapter.dispatch('staged_history', 'lakemirror')(staging)) }}
+    {{ return(lakemirror._kept_mirror_body(
+        adapter.dispatch('staged_history', 'lakemirror')(staging))) }}
 {% endmacro %}
 
 {% macro default__staged_history(staging) %}
@@ -20,7 +21,8 @@
         {%- do quoted_keys.append(lakemirror.quote_identifier(key)) -%}
     {%- endfor -%}
     {%- set by_key = ('partition by ' ~ quoted_keys | join(', ')) if keys else '' -%}
-    {%- set data_columns = lakemirror._data_columns(staging) -%}
+    {%- set data_columns = lakemirror._data_columns(
+        staging, lakemirror._staging_columns(staging)) -%}
     {%- set bounds = lakemirror._mirror_batch_bounds() -%}
     {%- set applicable = lakemirror._applicable_changes(
         staging, bounds.claimed, keys, config.get('conditional_update_column')) -%}
