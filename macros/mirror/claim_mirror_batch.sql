@@ -5,9 +5,6 @@
 {% endmacro %}
 
 {% macro default__claim_mirror_batch() %}
-    {%- if lakemirror._nothing_to_apply() -%}
-        {{ return('') }}
-    {%- endif %}
     insert into {{ lakemirror._mirror_batches_table() }}
     select
         '{{ lakemirror._sql_escape(lakemirror._mirror_relation_name()) }}',

@@ -4,13 +4,7 @@
     {{ return(adapter.dispatch('get_incremental_mirror_sql', 'lakemirror')(arg_dict)) }}
 {% endmacro %}
 
-{#-- A model with nothing to apply runs, in place of its MERGE, a statement saying so (dbt-spark's
-     incremental materialization always runs one). --#}
 {% macro default__get_incremental_mirror_sql(arg_dict) %}
-    {%- if lakemirror._nothing_to_apply() -%}
-        {{ return("select '" ~ lakemirror._sql_escape(lakemirror._mirror_relation_name())
-            ~ "' as relation_name, 'nothing new to apply' as lakemirror_batch") }}
-    {%- endif -%}
     {%- set changes = arg_dict['temp_relation'] -%}
     {%- set change_columns = lakemirror._batch_columns(changes) -%}
     {%- do lakemirror.evolve_mirror_schema(arg_dict['target_relation'], changes,

@@ -9,7 +9,7 @@
      batch that ends at or before the applied watermark (nothing new for this table) is not
      recorded: the watermark stays what it is either way. --#}
 {% macro default__record_mirror_batch() %}
-    {%- if not execute or lakemirror._nothing_to_apply() -%}
+    {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
     {%- set batches = lakemirror._mirror_batches_table() -%}

@@ -1,16 +1,12 @@
 {#-- The body of a mirror model. Incremental runs return the raw changes after the applied
      watermark up to this run's claimed batch end (the `mirror` strategy collapses and MERGEs
-     them); the first run (or --full-refresh) returns the collapsed current state; a model
-     with nothing to apply, no rows. --#}
+     them); the first run (or --full-refresh) returns the collapsed current state. --#}
 {% macro staged_changes(staging) %}
     {{ return(lakemirror._kept_mirror_body(
         adapter.dispatch('staged_changes', 'lakemirror')(staging))) }}
 {% endmacro %}
 
 {% macro default__staged_changes(staging) %}
-    {%- if lakemirror._nothing_to_apply() -%}
-        {{ return('select * from ' ~ staging ~ ' where false') }}
-    {%- endif -%}
     {%- set bounds = lakemirror._mirror_batch_bounds() -%}
     {%- set keys = config.get('unique_key') or [] -%}
     {%- set keys = [keys] if keys is string else keys -%}

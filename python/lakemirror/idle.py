@@ -1,7 +1,8 @@
 """An idle run: no new file for any table, every staged change already applied, and the dbt
 project and target unchanged since the last build. Such a run neither starts the engine nor
 dbt; its statuses come from the last run's monitoring records (a table whose dbt tests failed
-stays `degraded` until a run tests it again)."""
+stays `degraded` until a run tests it again). A run where only some tables got something new
+builds those alone (and the project's own models): the others are left out as if idle."""
 
 from __future__ import annotations
 
@@ -17,15 +18,16 @@ from lakemirror.staging import IngestResult, Warehouse
 from lakemirror.status import TableStatus
 
 STATE_FILE = "_lakemirror/last_build.json"  # the project state of the last build
-QUIET_VAR = "lakemirror_quiet_relations"  # see quiet_relations
 
 Records = Mapping[tuple[str, str], TableMonitor]
 
 
-def nothing_new(ingested: Sequence[IngestResult], previous: Records,
-                mirrored: Callable[[IngestResult], bool]) -> bool:
-    """Whether every table is `settled`."""
-    return all(settled(result, previous, mirrored) for result in ingested)
+def settled_tables(ingested: Sequence[IngestResult], previous: Records,
+                   mirrored: Callable[[IngestResult], bool]) -> frozenset[tuple[str, str]]:
+    """The (schema, table) of the `settled` tables: all of them, and an unchanged project,
+    make an idle run."""
+    return frozenset((result.table.schema, result.table.name) for result in ingested
+                     if settled(result, previous, mirrored))
 
 
 def settled(result: IngestResult, previous: Records,
@@ -42,19 +44,18 @@ def settled(result: IngestResult, previous: Records,
             and record.last_sequence_applied == result.last_sequence and mirrored(result))
 
 
-def quiet_relations(ingested: Sequence[IngestResult], previous: Records,
-                    mirrored: Callable[[IngestResult], bool]) -> dict[str, list[str]]:
-    """The dbt var naming the mirror models ('schema.table', as in mirror_batches) whose table
-    is `settled` with something staged: a build of an unchanged project sends them no MERGE and
-    no bookkeeping (macros/mirror/_nothing_to_apply.sql), as an idle run builds nothing."""
-    return {QUIET_VAR: sorted(f"{result.table.schema}.{result.table.name}" for result in ingested
-                              if result.last_sequence and settled(result, previous, mirrored))}
+def left_out(settled_keys: frozenset[tuple[str, str]], previous: Records) -> Records:
+    """The last records of the `settled` tables, which a build of an unchanged project leaves
+    out (their mirror and history models and the tests on them), as an idle run builds
+    nothing: their statuses are as last recorded (`as_last_recorded`)."""
+    return {key: record for key, record in previous.items() if key in settled_keys}
 
 
-def as_last_recorded(statuses: Sequence[TableStatus], previous: Records) -> list[TableStatus]:
-    """The statuses of an idle run: a table last seen `degraded` is still so."""
+def as_last_recorded(statuses: Sequence[TableStatus], recorded: Records) -> list[TableStatus]:
+    """The statuses, those of the tables the run did not build (`recorded`: their last
+    records) as last recorded: a table last seen `degraded` is still so."""
     def carried(status: TableStatus) -> TableStatus:
-        record = previous.get((status.schema, status.table))
+        record = recorded.get((status.schema, status.table))
         if status.status == "replicating" and record is not None and record.status == "degraded":
             return dataclasses.replace(status, status="degraded", error=record.error,
                                        error_class=record.error_class)

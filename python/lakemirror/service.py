@@ -13,10 +13,10 @@ from lakemirror.environment import process_environment
 from lakemirror.idle import (
     as_last_recorded,
     built_with,
-    nothing_new,
+    left_out,
     project_state,
-    quiet_relations,
     record_build,
+    settled_tables,
 )
 from lakemirror.landing import LandingTable
 from lakemirror.monitor import read_monitor, with_recorded_folders
@@ -28,6 +28,7 @@ from lakemirror.run.maintain import maintain
 from lakemirror.run.scope import locked_scope
 from lakemirror.run.server_storage import check_server_storage
 from lakemirror.run.settings import RunSettings
+from lakemirror.staging import staging_table_name
 from lakemirror.table_scope import Scope
 from lakemirror.status import NodeStatus, TableStatus
 
@@ -65,24 +66,27 @@ class MirrorService:
             previous = read_monitor(layout)
             retired = [status for status in dropped if status.status == "retired"]
             unchanged = built_with(layout) == _state(settings)
-            mirrored = partial(ingest.is_mirrored, layout)
+            settled = (settled_tables(ingested, previous, partial(ingest.is_mirrored, layout))
+                       if unchanged else frozenset())
             idle = (len(dropped) == len(retired) and not healed and unchanged
-                    and nothing_new(ingested, previous, mirrored))
-            quiet = quiet_relations(ingested, previous, mirrored) if unchanged else {}
+                    and all((result.table.schema, result.table.name) in settled
+                            for result in ingested))
+            recorded = left_out(settled, previous)  # not built: as last recorded
             nodes = (build(settings, log, self.dbt, scope,
                            damaged=ingest.damaged(layout, ingested),
-                           run_vars={**self._known_states_vars(), **quiet}, locks=opened.locks)
+                           left_out=frozenset(staging_table_name(*key) for key in recorded),
+                           run_vars=self._known_states_vars(), locks=opened.locks)
                      if staged and not idle else [])
             self.run_models = record.project_nodes(settings, nodes)
             if nodes and not scope.explicit:  # dbt may have written files (.user.yml)
                 healthy = not any(node.failed for node in self.run_models)
                 record_build(layout, _state(settings) if healthy else None)  # else: again
-            statuses = record.statuses(settings, ingested, nodes, self.known_states)
+            statuses = as_last_recorded(record.statuses(
+                settings, ingested, nodes, self.known_states, recorded), recorded)
             if idle:
                 log.progress("nothing new: no dbt build")
-                statuses = as_last_recorded(statuses, previous)
             record.record_run(settings, log, ingested, statuses, scope, self.known_states,
-                              applied_now=bool(nodes), retired=retired)
+                              applied_now=bool(nodes), left_out=recorded, retired=retired)
             maintain(settings, log, [f"{s.schema}.{s.table}" for s in statuses if s.status !=
                                      "failed" and opened.is_staged(s.schema, s.table)])
             return with_recorded_folders(dropped, previous) + statuses

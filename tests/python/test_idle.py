@@ -48,9 +48,9 @@ def test_a_run_with_nothing_new_does_not_build_and_reports_every_table(mirrored,
     assert again == first
 
 
-def test_an_idle_run_reads_each_staging_log_once(mirrored, monkeypatch):
+def test_an_idle_run_reads_each_staging_log_once_and_no_mirrored_table(mirrored, monkeypatch):
     """The retirement check, the ingest, the models and the binding share the table's
-    staging log as the run read it."""
+    staging log as the run read it, and each table's rows come from its last record."""
     zone, service, first = mirrored
     opened = []
     real = DeltaTable.__init__
@@ -60,10 +60,11 @@ def test_an_idle_run_reads_each_staging_log_once(mirrored, monkeypatch):
         real(self, table_uri, *args, **kwargs)
     monkeypatch.setattr(DeltaTable, "__init__", counting)
     for _ in range(2):  # as `run --watch` does: each run reads the log again
-        service.run()
+        assert {status.table: status for status in service.run()} == first
     layout = service.settings.layout
     assert opened.count(str(layout.staging_path("dbo", "t"))) == 2
     assert str(layout.staging_path("dbo", "gap")) not in opened  # nothing staged yet
+    assert str(layout.mirrored_path("dbo", "t")) not in opened
 
 
 @pytest.mark.parametrize("change", ["new file", "mirrored folder deleted", "project edited"])
@@ -81,3 +82,31 @@ def test_anything_new_makes_the_run_build(mirrored, monkeypatch, change):
     assert calls == ["build"] and t.status == "replicating", t.error
     expected = [{"id": 1, "v": "b" if change == "new file" else "a"}]
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+
+
+def test_a_table_left_out_of_a_build_keeps_its_last_status_and_is_not_built(
+        mirrored, monkeypatch):
+    """A run where one table got a file builds that table alone: another table, whose dbt
+    tests failed last time, is neither built nor tested, and stays `degraded` with its error."""
+    zone, service, first = mirrored
+    zone.table("Tested", ["id"])
+    zone.write("Tested", 1, [{"id": None, "v": "no key", M: 0}], SCHEMA)
+    degraded = {status.table: status for status in service.run()}["tested"]
+    assert degraded.status == "degraded" and "not_null" in degraded.error
+    nodes = []
+    real = service.dbt
+
+    def recording(settings, command, *args, **kwargs):
+        result = real(settings, command, *args, **kwargs)
+        nodes.extend(result)
+        return result
+    monkeypatch.setattr(service, "dbt", recording)
+    zone.write("T", 2, [{"id": 1, "v": "b", M: 1}], SCHEMA)
+    again = {status.table: status for status in service.run()}
+    assert again["tested"] == degraded
+    assert again["t"].status == "replicating"
+    built = {node.unique_id for node in nodes}
+    assert "model.lakemirror.dbo__t" in built
+    assert not [node for node in built if "dbo__tested" in node], built
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
+        [{"id": 1, "v": "b"}])

@@ -57,7 +57,8 @@ def read_warehouses(yml: Path) -> set[str] | None:
     import yaml
 
     try:
-        expression = yaml.safe_load(match.group("value"))
+        expression = yaml.load(match.group("value"),  # libyaml's loader: each run reads
+                               Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # every yml
         listed = _LIST.search(expression) if isinstance(expression, str) else None
         names = ast.literal_eval(listed.group(1)) if listed else None
     except (yaml.YAMLError, SyntaxError, ValueError):

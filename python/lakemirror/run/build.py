@@ -20,20 +20,27 @@ from lakemirror.table_scope import Scope
 from lakemirror.staging.lock import HeldLocks
 from lakemirror.table_outcome import rebuild_after_crash
 
+STAGING_SOURCE = "lakemirror_staging"  # the dbt source of the staging tables (codegen.models)
+
 
 def build(settings: RunSettings, log: RunLog, dbt: Dbt, scope: Scope | None = None, *,
           damaged: dict[str, list[str]] | None = None,
+          left_out: frozenset[str] = frozenset(),
           run_vars: Mapping[str, object] | None = None,
           locks: HeldLocks = HeldLocks({})) -> list[NodeResult]:
     """`dbt build` on the configured target, limited to the scope's mirror models when
-    tables were selected, and never building another run's tables nor the `damaged` ones
-    (model → locations, which are not attached either); models that lost a commit conflict
-    are built again with backoff, and those an engine crash interrupted once more on a
-    fresh engine. When dbt cannot parse the project, its mirror models build alone, and the
+    tables were selected, and never building another run's tables, the `damaged` ones
+    (model → locations, which are not attached either) nor the `left_out` ones (models of
+    tables with nothing to apply: neither they nor their tests run); models that lost a
+    commit conflict are built again with backoff, and those an engine crash interrupted once
+    more on a fresh engine. When dbt cannot parse the project, its mirror models build alone, and the
     parse error is a failed node of the result. `run_vars` go to dbt besides (see
     `invoke_dbt`); none of the run's `locks` may have been lost."""
     damaged = damaged or {}
-    selection = _selection(settings, scope, frozenset(damaged)) if scope is not None else []
+    selection = (_selection(settings, scope, frozenset(damaged), left_out)
+                 if scope is not None else [])
+    if selection == ["--select"]:
+        return []  # every table of the scope left out
     unattached = {"lakemirror_damaged_locations": sorted(
         location for locations in damaged.values() for location in locations)}
     extra_vars = {**(run_vars or {}), **(unattached if damaged else {})}
@@ -73,19 +80,28 @@ def mirror_models(project_dir: Path) -> frozenset[str]:
                                             *folder.glob("*/history/*.sql")])
 
 
-def _selection(settings: RunSettings, scope: Scope,
-               skip: frozenset[str] = frozenset()) -> list[str]:
+def _selection(settings: RunSettings, scope: Scope, skip: frozenset[str] = frozenset(),
+               left_out: frozenset[str] = frozenset()) -> list[str]:
     """dbt node selection: the scope's mirror models (and their history models) when
     explicit, else all nodes but the mirror and history models of tables outside the scope
-    (created meanwhile by another run)."""
+    (created meanwhile by another run); never those of the `skip` models, nor the models
+    that read a `left_out` model's staging source (its mirror and history models, whether
+    the history is enabled or not: a name would match no node then, and dbt warn of it).
+    dbt's indirect selection leaves out the tests of every model left out."""
     models = mirror_models(settings.project_dir)
-    skip = skip | {name + HISTORY_SUFFIX for name in skip}
-    ours = {staging_table_name(*split_qualified_name(name)) for name in scope.names}
-    ours = (ours | {name + HISTORY_SUFFIX for name in ours}) - skip
+    skip = _with_history(skip)
+    ours = _with_history(frozenset(staging_table_name(*split_qualified_name(name))
+                                   for name in scope.names) - left_out) - skip
     if scope.explicit:
         return ["--select", *sorted(models & ours)]
-    others = sorted((models - ours) | (models & skip))
-    return ["--exclude", *others] if others else []
+    others = sorted((models - ours - _with_history(left_out)) | (models & skip))
+    readers = [f"source:{STAGING_SOURCE}.{name}+1" for name in sorted(left_out)]
+    return ["--exclude", *others, *readers] if others or readers else []
+
+
+def _with_history(names: frozenset[str]) -> frozenset[str]:
+    """The mirror models `names` and their history models."""
+    return names | {name + HISTORY_SUFFIX for name in names}
 
 
 def _rebuild_conflicts(settings: RunSettings, log: RunLog, dbt: Dbt,
