@@ -54,12 +54,11 @@ def test_a_warm_batch_sends_a_handful_of_statements_per_mirror_model(tmp_path, m
     mirror_nodes = {node for node in per_node if "dbo__" in node}
     assert {node for node in mirror_nodes if "dbo__changed" not in node} == set(), shown
     assert "model.lakemirror.dbo__changed" in mirror_nodes
-    assert len(mirror_nodes) == 4, mirror_nodes  # the model and its three tests
+    assert len(mirror_nodes) == 2, mirror_nodes  # the model and its one test
     merges = Counter(node for node, sql in sent if sql.startswith("merge into"))
     assert merges == {"model.lakemirror.dbo__changed": 1}, merges
     tests = Counter(node.split(".")[2] for node, _ in sent if node.startswith("test."))
-    assert tests == {"lakemirror_mirror_rows_dbo__changed": 1,  # one test, one statement
-                     "lakemirror_mirror_rows_dbo__quiet": 1}, tests
+    assert tests == {"lakemirror_mirror_rows_dbo__changed": 1}, tests  # one statement
     created = Counter(found.group(1) for _, sql in sent if (found := re.match(
         r"create table if not exists _lakemirror_control\.(\w+)", sql)))
     assert set(created) == {"relations", "mirror_batches"}, created
