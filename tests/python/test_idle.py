@@ -110,3 +110,33 @@ def test_a_table_left_out_of_a_build_keeps_its_last_status_and_is_not_built(
     assert not [node for node in built if "dbo__tested" in node], built
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(
         [{"id": 1, "v": "b"}])
+
+
+def test_a_users_model_on_a_left_out_tables_staging_source_still_builds(mirrored):
+    """Only the settled table's own mirror model leaves the build: a model of the user's that
+    reads its staging source directly (and the mirror of a table that changed) is built."""
+    zone, service, first = mirrored
+    zone.table("Other", ["id"])
+    zone.write("Other", 1, [{"id": 1, "v": "a", M: 0}], SCHEMA)
+    service.run()
+    user = service.settings.project_dir / "models" / "user_changes.sql"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("{{ config(materialized='table') }}\n"
+                    "select count(*) as changes, max(o.id) as other_id\n"
+                    "from {{ source('lakemirror_staging', 'dbo__t') }}\n"
+                    "cross join {{ ref('dbo__other') }} as o\n")
+    service.run()  # the edited project builds everything once
+    zone.write("Other", 2, [{"id": 2, "v": "b", M: 0}], SCHEMA)
+    nodes = []
+    real = service.dbt
+
+    def recording(settings, command, *args, **kwargs):
+        result = real(settings, command, *args, **kwargs)
+        nodes.extend(result)
+        return result
+    service.dbt = recording
+    statuses = {status.table: status.status for status in service.run()}
+    built = {node.unique_id for node in nodes}
+    assert statuses["t"] == statuses["other"] == "replicating", statuses
+    assert "model.lakemirror.user_changes" in built, built
+    assert "model.lakemirror.dbo__other" in built and "model.lakemirror.dbo__t" not in built

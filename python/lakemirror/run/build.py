@@ -85,8 +85,9 @@ def _selection(settings: RunSettings, scope: Scope, skip: frozenset[str] = froze
     """dbt node selection: the scope's mirror models (and their history models) when
     explicit, else all nodes but the mirror and history models of tables outside the scope
     (created meanwhile by another run); never those of the `skip` models, nor the models
-    that read a `left_out` model's staging source (its mirror and history models, whether
-    the history is enabled or not: a name would match no node then, and dbt warn of it).
+    of the `mirror` strategy that read a `left_out` model's staging source (its mirror and
+    history models, whether the history is enabled or not: a name would match no node then,
+    and dbt warn of it; a model of the user's reading the source still builds).
     dbt's indirect selection leaves out the tests of every model left out."""
     models = mirror_models(settings.project_dir)
     skip = _with_history(skip)
@@ -95,7 +96,8 @@ def _selection(settings: RunSettings, scope: Scope, skip: frozenset[str] = froze
     if scope.explicit:
         return ["--select", *sorted(models & ours)]
     others = sorted((models - ours - _with_history(left_out)) | (models & skip))
-    readers = [f"source:{STAGING_SOURCE}.{name}+1" for name in sorted(left_out)]
+    readers = [f"source:{STAGING_SOURCE}.{name}+1,config.incremental_strategy:mirror"
+               for name in sorted(left_out)]
     return ["--exclude", *others, *readers] if others or readers else []
 
 
