@@ -40,6 +40,19 @@ def builds(service, monkeypatch):
     return calls
 
 
+def built_nodes(service, monkeypatch):
+    """The nodes of every dbt invocation the service makes from now on."""
+    nodes = []
+    real = service.dbt
+
+    def recording(settings, command, *args, **kwargs):
+        result = real(settings, command, *args, **kwargs)
+        nodes.extend(result)
+        return result
+    monkeypatch.setattr(service, "dbt", recording)
+    return nodes
+
+
 def test_a_run_with_nothing_new_does_not_build_and_reports_every_table(mirrored, monkeypatch):
     zone, service, first = mirrored
     calls = builds(service, monkeypatch)
@@ -93,14 +106,7 @@ def test_a_table_left_out_of_a_build_keeps_its_last_status_and_is_not_built(
     zone.write("Tested", 1, [{"id": None, "v": "no key", M: 0}], SCHEMA)
     degraded = {status.table: status for status in service.run()}["tested"]
     assert degraded.status == "degraded" and "mirror_rows" in degraded.error
-    nodes = []
-    real = service.dbt
-
-    def recording(settings, command, *args, **kwargs):
-        result = real(settings, command, *args, **kwargs)
-        nodes.extend(result)
-        return result
-    monkeypatch.setattr(service, "dbt", recording)
+    nodes = built_nodes(service, monkeypatch)
     zone.write("T", 2, [{"id": 1, "v": "b", M: 1}], SCHEMA)
     again = {status.table: status for status in service.run()}
     assert again["tested"] == degraded
@@ -112,7 +118,8 @@ def test_a_table_left_out_of_a_build_keeps_its_last_status_and_is_not_built(
         [{"id": 1, "v": "b"}])
 
 
-def test_a_users_model_on_a_left_out_tables_staging_source_still_builds(mirrored):
+def test_a_users_model_on_a_left_out_tables_staging_source_still_builds(mirrored,
+                                                                    monkeypatch):
     """Only the settled table's own mirror model leaves the build: a model of the user's that
     reads its staging source directly (and the mirror of a table that changed) is built."""
     zone, service, first = mirrored
@@ -127,14 +134,7 @@ def test_a_users_model_on_a_left_out_tables_staging_source_still_builds(mirrored
                     "cross join {{ ref('dbo__other') }} as o\n")
     service.run()  # the edited project builds everything once
     zone.write("Other", 2, [{"id": 2, "v": "b", M: 0}], SCHEMA)
-    nodes = []
-    real = service.dbt
-
-    def recording(settings, command, *args, **kwargs):
-        result = real(settings, command, *args, **kwargs)
-        nodes.extend(result)
-        return result
-    service.dbt = recording
+    nodes = built_nodes(service, monkeypatch)
     statuses = {status.table: status.status for status in service.run()}
     built = {node.unique_id for node in nodes}
     assert statuses["t"] == statuses["other"] == "replicating", statuses
