@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lakemirror.monitor import TableMonitor
+from lakemirror.naming import is_selectable, staging_table_name
 from lakemirror.parsed_projects import project_fingerprint
 from lakemirror.staging import IngestResult, Warehouse
 from lakemirror.status import TableStatus
@@ -47,8 +48,11 @@ def settled(result: IngestResult, previous: Records,
 def left_out(settled_keys: frozenset[tuple[str, str]], previous: Records) -> Records:
     """The last records of the `settled` tables, which a build of an unchanged project leaves
     out (their mirror and history models and the tests on them), as an idle run builds
-    nothing: their statuses are as last recorded (`as_last_recorded`)."""
-    return {key: record for key, record in previous.items() if key in settled_keys}
+    nothing: their statuses are as last recorded (`as_last_recorded`). A table whose model
+    name dbt's selection cannot spell (`is_selectable`) is built instead: with nothing new,
+    its model applies an empty batch."""
+    return {key: record for key, record in previous.items()
+            if key in settled_keys and is_selectable(staging_table_name(*key))}
 
 
 def as_last_recorded(statuses: Sequence[TableStatus], recorded: Records) -> list[TableStatus]:

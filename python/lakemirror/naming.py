@@ -4,6 +4,12 @@ that every layer builds and splits these names alike."""
 
 from __future__ import annotations
 
+import re
+
+# dbt's node selection splits and reads its specs (spaces, commas, `+`, `@`, `:`, `.`, `*`)
+# and has no quoting: only names of these characters name exactly one thing there.
+_SELECTABLE = re.compile(r"[A-Za-z0-9_]+")
+
 
 def qualified_name(schema: str, table: str) -> str:
     """The table's name as users write it: `schema.table`."""
@@ -21,3 +27,10 @@ def staging_table_name(schema: str, table: str) -> str:
     """Name of a table's staging relation inside STAGING_SCHEMA (also its dbt source name and
     the name of its mirror model)."""
     return f"{schema}__{table}"
+
+
+def is_selectable(name: str) -> bool:
+    """Whether dbt's node selection (`--select`, `--exclude`) can name the model or source
+    `name` exactly: a landing-zone name of other characters could select other nodes, or
+    none, so it is never written into a selection spec."""
+    return _SELECTABLE.fullmatch(name) is not None

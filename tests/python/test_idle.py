@@ -7,6 +7,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from lakemirror.idle import left_out
+from lakemirror.monitor import TableMonitor
 from lakemirror.reference import ROW_MARKER
 
 from conftest import as_multiset, mirror_setup, mirrored_rows
@@ -140,3 +142,15 @@ def test_a_users_model_on_a_left_out_tables_staging_source_still_builds(mirrored
     assert statuses["t"] == statuses["other"] == "replicating", statuses
     assert "model.lakemirror.user_changes" in built, built
     assert "model.lakemirror.dbo__other" in built and "model.lakemirror.dbo__t" not in built
+
+
+def test_only_a_name_dbt_selection_spells_exactly_is_left_out():
+    """dbt's selection has no quoting: a settled table whose model name holds a space, a
+    comma, a newline or a dot is built (an empty batch) rather than written into a spec."""
+    record = TableMonitor("dbo", "t", "replicating", last_sequence_staged=1,
+                          last_sequence_applied=1, rows=1, files_pending=0, processed_rows=1,
+                          processed_bytes=1, last_sync=None, error=None, error_class=None)
+    names = [("dbo", "plain_1"), ("dbo", "two words"), ("dbo", "a,b"), ("dbo", "line\n"),
+             ("dbo", "dot.ted"), ("dbo", "plus+1"), ("dbo", "ünicode")]
+    previous = {key: record for key in names}
+    assert set(left_out(frozenset(names), previous)) == {("dbo", "plain_1")}

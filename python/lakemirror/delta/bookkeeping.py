@@ -6,10 +6,6 @@ not the newest commit."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,7 +13,6 @@ if TYPE_CHECKING:
 
 PREFIX = "lakemirror."
 RECENT = 20  # commits looked at before the whole history is read
-_COMMIT_FILE = re.compile(r"\d{20}\.json")
 
 
 def bookkeeping_commit(table: DeltaTable) -> dict[str, Any]:
@@ -37,23 +32,3 @@ def bookkeeping_keys(table: DeltaTable) -> dict[str, str]:
     """The bookkeeping keys of `table`, for a commit that must carry them on."""
     return {key: str(value) for key, value in bookkeeping_commit(table).items()
             if key.startswith(PREFIX)}
-
-
-def newest_bookkeeping(folder: Path) -> dict[str, Any] | None:
-    """The newest commit of the Delta table in the local `folder`, read from its log file alone
-    (no table opened: an idle run reads every staging table's), when it carries lakemirror's
-    keys; None when it does not, or when there is no such file (then `bookkeeping_commit`)."""
-    log = folder / "_delta_log"
-    try:
-        versions = [int(name[:20]) for name in os.listdir(log) if _COMMIT_FILE.fullmatch(name)]
-        if not versions:
-            return None
-        newest = max(versions)
-        with open(log / f"{newest:020d}.json", encoding="utf-8") as commit:
-            actions = [json.loads(line) for line in commit if line.strip()]
-    except (OSError, ValueError):
-        return None
-    info = next((action["commitInfo"] for action in actions if "commitInfo" in action), None)
-    if not isinstance(info, dict) or not any(str(key).startswith(PREFIX) for key in info):
-        return None
-    return {**info, "version": newest}

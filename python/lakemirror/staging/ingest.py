@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 
 from lakemirror.contract import METADATA_FILE
 from lakemirror.delta.access import delta_table, is_delta_table, storage_options
-from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys, newest_bookkeeping
+from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.listed_features import list_used_features
 from lakemirror.errors import (
     ChangedFileError,
@@ -217,8 +217,6 @@ class StagingTable:
         return self._table() or delta_table(self.location)
 
     def _last_commit(self) -> dict[str, Any]:
-        if self._last is None and self._opened is None and isinstance(self.location, Path):
-            self._last = newest_bookkeeping(self.location)  # its newest commit, not opened
         if self._last is None and (table := self._table()) is not None:
             self._last = bookkeeping_commit(table)
         return self._last or {}  # nothing kept before the table exists: a run may restore it
