@@ -226,8 +226,11 @@ class StagingTable:
         last = self._last_commit()
         if SEQUENCE_KEY not in last:
             return StagedFiles()
-        names = frozenset(str(commit[FILE_KEY]) for commit in self._existing().history()
-                          if FILE_KEY in commit) if with_names else frozenset[str]()
+        names: frozenset[str] = frozenset()
+        if with_names:
+            names = frozenset(str(commit[FILE_KEY])
+                              for commit in self._existing().history()
+                              if FILE_KEY in commit)
         return StagedFiles(int(last[SEQUENCE_KEY]), str(last.get(FILE_KEY)), names)
 
     def accepted_metadata(self) -> TableMetadata | None:
