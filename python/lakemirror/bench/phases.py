@@ -6,13 +6,14 @@ code: it wraps the functions the run calls (looked up at call time) and reads db
 
 Phases, in seconds: `imports` (the contender's start to the run's: imports, the service),
 `discovery` (listing the landing zone), `staging` (reading and staging the files, generating
-models), `dbt_parse` (importing dbt, its adapter, parsing the project, until it runs nodes),
-`engine_session` (starting or reaching the engine, and each dbt invocation's first
-statement, which opens its Spark Connect session), `merge` (the statements that write the
-mirrored tables: each MERGE, or a first run's `create or replace table`),
-`bookkeeping` (every other statement: batch claims and records, settings, catalog; and the
-status and monitor records after dbt), `maintenance`, and `dbt_other` (dbt's own work between
-statements: rendering, compiling, hooks). `total` is the run's wall time after `imports`.
+models), `dbt_parse` (importing dbt and its adapter, parsing the project, until it runs nodes;
+less the engine's start in that time), `engine_session` (starting or reaching the engine, and
+each dbt invocation's first statement, which opens its Spark Connect session), `merge` (the
+statements that write the mirrored tables: each MERGE, or a first run's `create or replace
+table`), `bookkeeping` (every other statement: batch claims and records, settings, catalog; and
+the status and monitor records after dbt), `maintenance`, and `dbt_other` (dbt's own work
+between statements: rendering, compiling, hooks). `total` is the run's wall time after
+`imports`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 PHASES = ("imports", "discovery", "staging", "dbt_parse", "engine_session", "merge",
           "bookkeeping", "maintenance", "dbt_other", "total")
 # The parts of dbt's time (`dbt`) measured apart; `dbt_other` is the rest.
-_IN_DBT = ("dbt_parse", "first_statement", "merge", "statements")
+_IN_DBT = ("dbt_parse", "engine_start", "first_statement", "merge", "statements")
 
 
 class PhaseClock:
@@ -37,6 +38,7 @@ class PhaseClock:
     def __init__(self) -> None:
         self.seconds: defaultdict[str, float] = defaultdict(float)
         self._dbt_started: float | None = None
+        self._engine_before = 0.0  # `engine_start` seconds when dbt started
         self._first_statement = False
         self._statements: dict[str, str] = {}  # thread → its last SQL text
         self._lock = threading.Lock()
@@ -47,13 +49,15 @@ class PhaseClock:
 
     def dbt_started(self) -> None:
         self._dbt_started = time.perf_counter()
+        self._engine_before = self.seconds["engine_start"]
         self._first_statement = True
 
     def dbt_event(self, event: Any) -> None:
         """A dbt event callback: the end of dbt's parse, and each statement by kind."""
         name = event.info.name
         if name == "ConcurrencyLine" and self._dbt_started is not None:
-            self.add("dbt_parse", time.perf_counter() - self._dbt_started)
+            engine = self.seconds["engine_start"] - self._engine_before
+            self.add("dbt_parse", time.perf_counter() - self._dbt_started - engine)
             self._dbt_started = None
         elif name == "SQLQuery":
             self._statements[event.info.thread] = str(event.data.sql)
