@@ -41,15 +41,26 @@ Compile = Callable[..., Any]
 
 class CompiledCode:
     """Code objects by what their compile read, the least recently used dropped beyond
-    `capacity`; each step under a lock, as dbt renders from several threads."""
+    `capacity`; each step under a lock, as dbt renders from several threads. Equal environment
+    settings are kept once, shared by their keys (an environment's filters and tests alone
+    weigh some 8 KB: a copy per key would outweigh the code)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._codes: OrderedDict[Hashable, CodeType] = OrderedDict()
+        self._settings: dict[Hashable, Hashable] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._codes)
+
+    def key(self, settings: Hashable, *template: Hashable) -> Hashable:
+        """The key of `template` compiled with `settings`, which it shares with every key of
+        equal settings (raises TypeError when part of them cannot be hashed)."""
+        with self._lock:
+            if len(self._settings) >= self.capacity:
+                self._settings.clear()
+            return self._settings.setdefault(settings, settings), *template
 
     def get(self, key: Hashable) -> CodeType | None:
         with self._lock:
@@ -92,7 +103,7 @@ def compiling_once(compile_template: Compile, compiled: CompiledCode) -> Compile
                      filename: str | None = None, raw: bool = False,
                      defer_init: bool = False) -> Any:
         key = (None if raw or not isinstance(source, str) or _macro_debugging()
-               else _key(environment, source, name, filename, defer_init))
+               else _key(compiled, environment, source, name, filename, defer_init))
         code = None if key is None else compiled.get(key)
         if code is None:
             code = compile_template(environment, source, name, filename, raw, defer_init)
@@ -103,21 +114,20 @@ def compiling_once(compile_template: Compile, compiled: CompiledCode) -> Compile
     return compile_once
 
 
-def _key(environment: Any, source: str, name: str | None, filename: str | None,
-         defer_init: bool) -> Hashable | None:
+def _key(compiled: CompiledCode, environment: Any, source: str, name: str | None,
+         filename: str | None, defer_init: bool) -> Hashable | None:
     """All that jinja's compile of `source` reads (see the module's docstring), or None when
     part of it cannot be hashed."""
     try:
-        key = (type(environment), source, name, filename, defer_init,
-               tuple(sorted((identifier, type(extension))
-                            for identifier, extension in environment.extensions.items())),
-               frozenset(environment.filters.items()), frozenset(environment.tests.items()),
-               *(getattr(environment, setting, None)
-                 for setting in LEXER_SETTINGS + ENVIRONMENT_SETTINGS))
-        hash(key)
+        settings = (type(environment),
+                    tuple(sorted((identifier, type(extension))
+                                 for identifier, extension in environment.extensions.items())),
+                    frozenset(environment.filters.items()), frozenset(environment.tests.items()),
+                    *(getattr(environment, setting, None)
+                      for setting in LEXER_SETTINGS + ENVIRONMENT_SETTINGS))
+        return compiled.key(settings, source, name, filename, defer_init)
     except TypeError:
         return None
-    return key
 
 
 def _macro_debugging() -> bool:

@@ -103,3 +103,24 @@ def test_a_model_edited_between_two_parses_in_one_process_is_parsed_as_edited(tm
         [probe] = [node for node in manifest.nodes.values() if node.name == "probe"]
         assert probe.config.meta == {"edit": edit}
         assert f"select '{edit}'" in [hook.sql for hook in probe.config.post_hook]
+
+
+def test_equal_environment_settings_are_kept_once_for_all_their_keys():
+    compiled = CompiledCode(capacity=3)
+    first = compiled.key((frozenset({"upper"}), "text"), "{{ a }}")
+    second = compiled.key((frozenset({"upper"}), "text"), "{{ b }}")
+    assert first[0] is second[0]
+
+
+def test_an_environment_whose_filters_cannot_be_hashed_compiles_each_time(compiles):
+    class Unhashable:
+        __hash__ = None
+
+        def __call__(self, value):
+            return f"<{value}>"
+
+    for _ in range(2):
+        environment = MacroFuzzEnvironment()
+        environment.filters["wrap"] = Unhashable()
+        assert environment.from_string("{{ 'x' | wrap }}").render({}) == "<x>"
+    assert compiles.sources == ["{{ 'x' | wrap }}"] * 2
