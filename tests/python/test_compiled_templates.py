@@ -40,8 +40,8 @@ def compiles(monkeypatch):
     return counted
 
 
-def render(source, context, *, native=False):
-    return get_environment(native=native).from_string(source).render(context)
+def render(source, context):
+    return get_environment().from_string(source).render(context)
 
 
 def test_the_same_source_compiles_once_and_renders_with_each_context(compiles):
