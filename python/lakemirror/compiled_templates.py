@@ -4,7 +4,9 @@ this process, instead of parsing and generating it again.
 dbt compiles every jinja string from scratch: each node's hooks, `enabled` expressions, config
 calls and SQL, in a fresh environment per string. A cold `dbt parse` of a project of 150 mirror
 models compiled 5,871 strings, of which 1,529 distinct (compiling was about a quarter of the
-parse), and a run compiles each model's hooks and SQL again per node.
+parse), and a run compiles each model's hooks and SQL again per node. Reusing the code took
+that parse from 12.4 to 9.8 CPU seconds (medians of 5 alternating runs), for 3.5 MiB of
+cached code (some 2.4 KiB a source).
 
 Safe because the code object is a pure function of what the key holds: jinja's
 `Environment.compile` reads the source, the name and filename, `defer_init`, and from the
@@ -13,8 +15,9 @@ settings, its filters and tests (a name must exist at compile time, a function's
 shapes the call, and the optimizer folds constant calls with the function itself), `finalize`,
 `autoescape`, `optimized`, `is_async` and the sandbox's intercepted operators. A template's
 globals, its context and its undefined type are bound when the code runs, per `Template`, never
-at compile; the cached code is only ever executed again (`Template.from_code`). Bounded (least
-recently used out), so that months of `run --watch` over edited models stay bounded.
+at compile; the cached code is only ever executed again (`Template.from_code`). Bounded (at
+CAPACITY sources, some 50 MiB at that weight, the least recently used out), so that months of
+`run --watch` over edited models stay bounded.
 """
 
 from __future__ import annotations
