@@ -11,6 +11,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from lakemirror.compiled_templates import reuse_compiled_templates
 from lakemirror.dbt_vars import WAREHOUSE_VAR
 from lakemirror.engine.connect import close_connect_sessions
 from lakemirror.engine.identity import Engine
@@ -52,6 +53,7 @@ def dbt_invoke(command: str, project_dir: Path, *, profiles_dir: Path, target: s
     engine's port) at no parse."""
     from dbt.cli.main import dbtRunner
 
+    reuse_compiled_templates()
     if "--vars" in extra_args:  # dbt would take them in place of the run's own
         raise ValueError("give dbt_invoke vars as run_vars, not as --vars in extra_args")
     project = _project_args(project_dir, profiles_dir, target)

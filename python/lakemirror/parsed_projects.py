@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lakemirror.compiled_templates import reuse_compiled_templates
+
 PROJECT_PARTS = ("models", "macros", "seeds", "snapshots", "tests", "analyses", "profiles")
 PROJECT_FILES = ("dbt_project.yml", "packages.yml", "dependencies.yml")
 PARSES_FOLDER = Path("target", "lakemirror_parses")  # in the project: one folder per parse key
@@ -43,6 +45,7 @@ def parse_project(args: list[str]) -> Any | None:
     not kept; None when dbt cannot parse the project."""
     from dbt.cli.main import dbtRunner
 
+    reuse_compiled_templates()
     outcome = dbtRunner().invoke(["parse", *args])
     return outcome.result if outcome.success and outcome.result is not None else None
 

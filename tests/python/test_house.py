@@ -16,6 +16,7 @@ PACKAGE = Path(lakemirror.__file__).parent
 # the units of one layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in (
     "contract",  # the open-mirroring contract's names
+    "compiled_templates",  # dbt's jinja, compiled once per process
     "naming lazy_exports reference node_result conflicts parsed_projects dbt_vars",
     "errors",
     "environment",

@@ -1,5 +1,6 @@
-"""lakemirror's dbt plugin for the project's package link (see `package_link`): dbt sets up its
-plugins after it has read the project and before the command runs, `dbt deps` included."""
+"""lakemirror's dbt plugins for the project's package link (see `package_link`) and for dbt's
+compiled templates (see `compiled_templates`): dbt sets up its plugins after it has read the
+project and before the command runs (and parses), `dbt deps` included."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from dbt.plugins.manager import dbtPlugin
 
+from lakemirror.compiled_templates import reuse_compiled_templates
 from lakemirror.engine.plain_dbt import invocation_state
 from lakemirror.project.package_link import link_dbt_package, names_package_link
 
@@ -22,3 +24,11 @@ class PackageLink(dbtPlugin):
         packages = getattr(project.packages, "packages", None) or []
         if names_package_link(str(getattr(package, "local", "")) for package in packages):
             link_dbt_package(Path(project.project_root))
+
+
+class CompiledTemplates(dbtPlugin):
+    """Plain `dbt` commands too reuse the code of a jinja string compiled before in the
+    process (a plain `dbt parse` compiles the same hooks and configs once per node)."""
+
+    def initialize(self) -> None:
+        reuse_compiled_templates()
