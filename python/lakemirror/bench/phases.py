@@ -14,6 +14,9 @@ table`), `bookkeeping` (every other statement: batch claims and records, setting
 the status and monitor records after dbt), `maintenance`, and `dbt_other` (dbt's own work
 between statements: rendering, compiling, hooks). `total` is the run's wall time after
 `imports`.
+With several dbt threads, statements run side by side: `merge` is the wall time while some
+MERGE ran, `bookkeeping` the time while only other statements ran, so the phases still add up
+to `total`, not to the statements' summed times.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ _IN_DBT = ("dbt_parse", "engine_start", "first_statement", "merge", "statements"
 class PhaseClock:
     """Seconds per phase of one process's run (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
         self.seconds: defaultdict[str, float] = defaultdict(float)
         self._dbt_started: float | None = None
         self._engine_before = 0.0  # `engine_start` seconds when dbt started
         self._first_statement = False
         self._statements: dict[str, str] = {}  # thread → its last SQL text
+        self._ran: dict[str, list[tuple[float, float]]] = {"merge": [], "statements": []}
         self._lock = threading.Lock()
 
     def add(self, phase: str, seconds: float) -> None:
@@ -48,7 +53,7 @@ class PhaseClock:
             self.seconds[phase] += seconds
 
     def dbt_started(self) -> None:
-        self._dbt_started = time.perf_counter()
+        self._dbt_started = self._now()
         self._engine_before = self.seconds["engine_start"]
         self._first_statement = True
 
@@ -57,7 +62,7 @@ class PhaseClock:
         name = event.info.name
         if name == "ConcurrencyLine" and self._dbt_started is not None:
             engine = self.seconds["engine_start"] - self._engine_before
-            self.add("dbt_parse", time.perf_counter() - self._dbt_started - engine)
+            self.add("dbt_parse", self._now() - self._dbt_started - engine)
             self._dbt_started = None
         elif name == "SQLQuery":
             self._statements[event.info.thread] = str(event.data.sql)
@@ -66,11 +71,18 @@ class PhaseClock:
             kind = ("first_statement" if self._first_statement
                     else "merge" if _writes_mirrored_table(sql) else "statements")
             self._first_statement = False
-            self.add(kind, float(event.data.elapsed))
+            if kind == "first_statement":
+                self.add(kind, float(event.data.elapsed))
+            else:
+                ended = self._now()
+                self._ran[kind].append((ended - float(event.data.elapsed), ended))
 
     def report(self, imports: float, total: float) -> dict[str, float]:
         """Every phase; `dbt_other` is dbt's time its parse and statements leave."""
         seconds = dict(self.seconds)
+        seconds["merge"] = _wall_time(self._ran["merge"])
+        seconds["statements"] = (_wall_time(self._ran["merge"] + self._ran["statements"])
+                                 - seconds["merge"])
         phases = {
             **{phase: seconds.get(phase, 0.0) for phase in PHASES},
             "imports": imports, "total": total,
@@ -81,6 +93,16 @@ class PhaseClock:
                              - sum(seconds.get(part, 0.0) for part in _IN_DBT)),
         }
         return {phase: round(phases[phase], 4) for phase in PHASES}
+
+
+def _wall_time(intervals: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of the (start, end) intervals."""
+    covered, reached = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reached:
+            covered += end - max(start, reached)
+            reached = end
+    return covered
 
 
 def _writes_mirrored_table(sql: str) -> bool:
