@@ -48,6 +48,10 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--contenders", default=CONTENDERS, show_default=True,
               help="Comma-separated: lakemirror (fresh project), lakemirror-warm (the "
                    "project's second run), delta-rs, delta-rs-batched, floor, spark.")
+@click.option("--memory-limit", "memory_limit_gb", default=None, metavar="GB",
+              type=click.FloatRange(min=0, min_open=True),
+              help="Stop a contender whose processes together exceed GB of resident memory "
+                   "and report it out of memory; the others and the figures still run.")
 @click.option("--freshness/--no-freshness", default=True, show_default=True,
               help="Time a 1k-change file from landing to visible, on a warm engine; "
                    "also copy-on-write (no deletion vectors).")
@@ -95,7 +99,8 @@ def _columns(context: click.Context, parameter: click.Parameter,
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
           scale: int, op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
-          contenders: str, freshness: bool, idle: bool, idle_runs: int | None,
+          contenders: str, memory_limit_gb: float | None, freshness: bool, idle: bool,
+          idle_runs: int | None,
           landing_zone: str | None, memory: bool,
           memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
@@ -124,6 +129,7 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
         report = run_bench_command(
             rows=rows, files=files, changes=changes, tables=tables, scale=scale, op_mix=op_mix,
             repeat_share=repeat_share, seed=seed, smoke=smoke, contenders=contenders,
+            memory_limit_gb=memory_limit_gb,
             freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
             csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,
             directory=directory, as_json=as_json, progress=progress,

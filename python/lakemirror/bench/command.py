@@ -25,10 +25,10 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
                       seed: int | None, smoke: bool, contenders: str, freshness: bool,
                       memory_gb: float | None, plot_file: Path | None, directory: Path,
                       as_json: bool, progress: Progress, scale: int = 1,
-                      **figures: Any) -> str:
-    """Run the benchmark the options ask for; returns the report (text or JSON). `figures`
-    are Figures fields; those not given (or None) take the full or smoke defaults, but the
-    CSV file's size follows `memory_gb` when only that is given."""
+                      memory_limit_gb: float | None = None, **figures: Any) -> str:
+    """Run the benchmark the options ask for, each contender under `memory_limit_gb`; returns
+    the report (text or JSON). `figures` are Figures fields; those not given (or None) take the
+    full or smoke defaults, but the CSV file's size follows `memory_gb` when only that is given."""
     if figures.get("csv_memory_gb") is None:
         figures["csv_memory_gb"] = memory_gb
     spec = bench_spec(smoke=smoke, scale=scale, seed=seed, table_rows=rows, files=files,
@@ -36,7 +36,7 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
                       op_mix=parse_op_mix(op_mix) if op_mix else None)
     chosen = Figures.chosen(smoke=smoke, freshness=freshness, memory_gb=memory_gb, **figures)
     names = contender_names(contenders)
-    result = run_bench(spec, directory / "contenders", names, progress)
+    result = run_bench(spec, directory / "contenders", names, progress, memory_limit_gb)
     extra: dict[str, Any] = {}
     text = [bench_text(result)]
     for name, measure in FIGURES:

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, fields
 from typing import Any
 
+from lakemirror.bench.memory_limit import MECHANISM, POLL_SECONDS
 from lakemirror.bench.runner import BEST_DELTARS, BenchResult
 
 RATIOS = tuple((name, other) for name in ("lakemirror", "lakemirror-warm")
@@ -21,6 +22,8 @@ def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
         "contenders": [asdict(contender) for contender in result.contenders],
         "best_deltars": result.best_deltars(),
         "ratios": {f"{name}/{other}": result.ratio(name, other) for name, other in RATIOS},
+        "memory_limit_gb": result.memory_limit_gb,
+        "memory_limit_mechanism": MECHANISM if result.memory_limit_gb is not None else None,
         **extra,
     }, indent=2)
 
@@ -43,6 +46,10 @@ def bench_text(result: BenchResult) -> str:
             lines.append(f"{contender.name} phases (s): " + ", ".join(
                 f"{phase} {seconds:.2f}" for phase, seconds in contender.phases.items()))
     lines.append("")
+    if result.memory_limit_gb is not None:
+        lines.append(f"memory limit: {result.memory_limit_gb:g} GB per contender ({MECHANISM}: "
+                     f"its process tree's RSS summed every {POLL_SECONDS * 1000:.0f} ms, the "
+                     "tree killed above it)")
     lines.append(f"{BEST_DELTARS}: {result.best_deltars() or '-'}")
     for name, other in RATIOS:
         ratio = result.ratio(name, other)

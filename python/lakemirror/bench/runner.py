@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from lakemirror.bench.contenders import DELTARS, PHASES_FILE, PREPARATIONS, skip_reason
 from lakemirror.bench.generator import GeneratedTable, generate_zone
 from lakemirror.bench.reference_state import final_state, read_changes
-from lakemirror.bench.rusage import measure
+from lakemirror.bench.rusage import Usage, measure
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.bench.verification import verify
 from lakemirror.delta.rows import read_table
@@ -27,7 +27,8 @@ VERIFY_SAMPLE = 1_000
 @dataclass(frozen=True)
 class ContenderResult:
     """One contender's run: wall time, change rows applied per second, peak RSS, verdict, and
-    for lakemirror's, where the time went (bench/phases.py)."""
+    for lakemirror's, where the time went (bench/phases.py). Under a memory limit, whether it
+    was stopped for exceeding it (then its seconds and peak are until it was stopped)."""
 
     name: str
     seconds: float | None = None
@@ -36,6 +37,8 @@ class ContenderResult:
     verified: bool | None = None
     message: str = ""
     phases: dict[str, float] | None = None
+    out_of_memory: bool = False
+    memory_limit_gb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class BenchResult:
     change_rows: int
     contenders: tuple[ContenderResult, ...]
     final_rows: Mapping[str, int] = field(default_factory=dict)  # rows of each final table
+    memory_limit_gb: float | None = None  # per contender (bench/memory_limit.py)
 
     def ratio(self, name: str, other: str) -> float | None:
         """Time of `name` over time of `other` (a contender, or BEST_DELTARS) in this run,
@@ -65,8 +69,10 @@ BEST_DELTARS = "best delta-rs"
 
 
 def run_bench(spec: BenchSpec, directory: Path, contenders: Sequence[str],
-              progress: Callable[[str], None]) -> BenchResult:
-    """Generate the zone of `spec` under `directory`, then run each contender on a copy of it."""
+              progress: Callable[[str], None],
+              memory_limit_gb: float | None = None) -> BenchResult:
+    """Generate the zone of `spec` under `directory`, then run each contender on a copy of it,
+    each stopped and reported out of memory above `memory_limit_gb`."""
     shutil.rmtree(directory, ignore_errors=True)
     template = directory / "zone"
     progress(f"generate {spec.tables} table(s) of {spec.table_rows:,} rows and "
@@ -83,11 +89,12 @@ def run_bench(spec: BenchSpec, directory: Path, contenders: Sequence[str],
             continue
         progress(f"{name}: running")
         results.append(_run_contender(name, template / "LandingZone", workdir(directory, name),
-                                      expected, change_rows))
+                                      expected, change_rows, memory_limit_gb))
         seconds = results[-1].seconds
         progress(f"{name}: {'' if seconds is None else f'{seconds:.2f} s, '}{results[-1].message}")
     return BenchResult(spec, change_rows, tuple(results),
-                       {name: table.num_rows for name, table in expected.items()})
+                       {name: table.num_rows for name, table in expected.items()},
+                       memory_limit_gb)
 
 
 def _name(table: GeneratedTable) -> str:
@@ -101,25 +108,29 @@ def workdir(directory: Path, name: str) -> Path:
 
 
 def _run_contender(name: str, zone: Path, workdir: Path, expected: dict[str, pa.Table],
-                   change_rows: int) -> ContenderResult:
+                   change_rows: int, memory_limit_gb: float | None) -> ContenderResult:
     shutil.copytree(zone, workdir / "LandingZone")
     if name in PREPARATIONS:
         prepared = workdir / "prepare"
         prepared.mkdir()
-        *_, output = _measure([sys.executable, "-m", "lakemirror.bench.contenders", "--prepare",
-                               name, str(workdir / "LandingZone"), str(workdir / "out")],
-                              prepared)
+        usage, output = _measure([sys.executable, "-m", "lakemirror.bench.contenders",
+                                  "--prepare", name, str(workdir / "LandingZone"),
+                                  str(workdir / "out")], prepared, memory_limit_gb)
         if output is None:
-            return ContenderResult(name, verified=False,
-                                   message=f"preparation failed; see {prepared / 'stderr.log'}")
+            return ContenderResult(name, verified=False, message=_failure(
+                "preparation ", usage, prepared, memory_limit_gb),
+                out_of_memory=usage.out_of_memory, memory_limit_gb=memory_limit_gb)
         shutil.rmtree(workdir / "LandingZone")
         shutil.copytree(zone, workdir / "LandingZone")
-    seconds, peak_rss_mb, output = _measure(
-        [sys.executable, "-m", "lakemirror.bench.contenders", name,
-         str(workdir / "LandingZone"), str(workdir / "out")], workdir)
+    usage, output = _measure([sys.executable, "-m", "lakemirror.bench.contenders", name,
+                              str(workdir / "LandingZone"), str(workdir / "out")], workdir,
+                             memory_limit_gb)
+    seconds, peak_rss_mb = usage.seconds, usage.peak_rss_mb
     if output is None:
         return ContenderResult(name, seconds, None, peak_rss_mb, False,
-                               f"failed; see {workdir / 'stderr.log'}")
+                               _failure("", usage, workdir, memory_limit_gb),
+                               out_of_memory=usage.out_of_memory,
+                               memory_limit_gb=memory_limit_gb)
     problems = []
     for table, path in json.loads(output).items():
         verification = verify(expected[table], read_final_table(Path(path)), VERIFY_SAMPLE)
@@ -128,16 +139,25 @@ def _run_contender(name: str, zone: Path, workdir: Path, expected: dict[str, pa.
     phases = workdir / "out" / PHASES_FILE
     return ContenderResult(name, seconds, change_rows / seconds, peak_rss_mb, not problems,
                            "; ".join(problems) or "verified",
-                           json.loads(phases.read_text()) if phases.is_file() else None)
+                           json.loads(phases.read_text()) if phases.is_file() else None,
+                           memory_limit_gb=memory_limit_gb)
 
 
-def _measure(command: list[str], workdir: Path) -> tuple[float, float, str | None]:
-    """Run `command`; its wall seconds, its peak RSS in MB, and its stdout (None if it failed)."""
+def _measure(command: list[str], workdir: Path,
+             memory_limit_gb: float | None) -> tuple[Usage, str | None]:
+    """Run `command` under the limit; its usage and its stdout (None if it failed)."""
     stdout, stderr = workdir / "stdout.log", workdir / "stderr.log"
     with stdout.open("w") as out, stderr.open("w") as err:
-        usage = measure(command, workdir / "usage.json", stdout=out, stderr=err)
-    output = stdout.read_text() if usage.exit_code == 0 else None
-    return usage.seconds, usage.peak_rss_mb, output
+        usage = measure(command, workdir / "usage.json", stdout=out, stderr=err,
+                        memory_limit_gb=memory_limit_gb)
+    return usage, stdout.read_text() if usage.exit_code == 0 else None
+
+
+def _failure(step: str, usage: Usage, workdir: Path, memory_limit_gb: float | None) -> str:
+    """Why a contender's run (`step` "") or its preparation ("preparation ") gave no output."""
+    if usage.out_of_memory:
+        return f"{step}out of memory (limit {memory_limit_gb:g} GB)"
+    return f"{step}failed; see {workdir / 'stderr.log'}"
 
 
 def read_final_table(path: Path) -> pa.Table:
