@@ -22,10 +22,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 from resource import struct_rusage
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import psutil
+import psutil
 
 MECHANISM = "rss-poll"
 POLL_SECONDS = 0.05
@@ -53,8 +51,6 @@ def become_subreaper() -> None:
 def run_limited(process: subprocess.Popen[bytes], limit_bytes: int) -> Limited:
     """Wait for `process` (started after `become_subreaper`), stopping its whole tree when the
     resident memory of this process's descendants exceeds `limit_bytes`."""
-    import psutil
-
     launcher, peak, tree, poll = psutil.Process(), 0, [], 0
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -73,8 +69,6 @@ def run_limited(process: subprocess.Popen[bytes], limit_bytes: int) -> Limited:
 
 
 def _tree_rss(processes: list[psutil.Process]) -> int:
-    import psutil
-
     total = 0
     for process in processes:
         try:
@@ -85,8 +79,6 @@ def _tree_rss(processes: list[psutil.Process]) -> int:
 
 
 def _kill(processes: list[psutil.Process]) -> None:
-    import psutil
-
     for process in processes:
         try:
             process.kill()
