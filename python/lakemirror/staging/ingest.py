@@ -55,6 +55,7 @@ from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.parts import write_parts
+from lakemirror.staging.read_ahead import read_ahead
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 from lakemirror.storage.location import Location, ObjectLocation
 
@@ -286,7 +287,9 @@ class StagingTable:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
         that widens a column rewrites the staged rows with the wider type in the same commit;
         one that adds columns adds them first, in a commit that records the same last staged
-        file as the one before it. The commit keeps the control files' copies (`kept`)."""
+        file as the one before it. The commit keeps the control files' copies (`kept`). The
+        rows are read on a thread of their own, a few batches ahead of the writing
+        (`staging.read_ahead`)."""
         plan = self._plan(change_file)
         schema = plan.schema if plan.widened else plan.append_schema
         rows = 0
@@ -308,7 +311,9 @@ class StagingTable:
                     **({} if change_file.file.etag is None
                        else {ETAG_KEY: change_file.file.etag}), **(kept or {})}
         try:
-            self._commit(write_parts(self.location, schema, batches()), plan, metadata)
+            with read_ahead(batches()) as ahead:  # read the next batches while one is written
+                parts = write_parts(self.location, schema, ahead)
+            self._commit(parts, plan, metadata)
         except LakemirrorError:
             raise
         except Exception as error:  # delta-rs raises plain Exception for schema errors
