@@ -9,7 +9,8 @@ and its delete) is moved by the next run, never staged again. On an object store
 also records the file's size and ETag, and a staged file still in place that no longer matches
 them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone
 is read, and files are moved, only through its door (`landing.zone`); whatever fails, the table
-fails with a typed error, never a traceback.
+fails with a typed error, never a traceback. A file's rows are read on a thread of their own, a
+few batches ahead of the parts being written (`staging.read_ahead`).
 """
 
 from __future__ import annotations
@@ -287,18 +288,15 @@ class StagingTable:
         """Commit all rows of `change_file` in one transaction; returns the row count. A file
         that widens a column rewrites the staged rows with the wider type in the same commit;
         one that adds columns adds them first, in a commit that records the same last staged
-        file as the one before it. The commit keeps the control files' copies (`kept`). The
-        rows are read on a thread of their own, a few batches ahead of the writing
-        (`staging.read_ahead`)."""
+        file as the one before it. The commit keeps the control files' copies (`kept`)."""
         plan = self._plan(change_file)
         schema = plan.schema if plan.widened else plan.append_schema
         rows = 0
-        staged = self._staged_files_dataset() if plan.widened else None
+        staged = self._staged_files_dataset().to_batches() if plan.widened else ()
 
         def batches() -> Iterator[pa.RecordBatch]:
             nonlocal rows
-            for batch in staged.to_batches() if staged else ():
-                yield conform(batch, schema)
+            yield from (conform(batch, schema) for batch in staged)
             for batch in change_file.batches():
                 rows += len(batch)
                 yield conform(batch, schema)
@@ -311,9 +309,8 @@ class StagingTable:
                     **({} if change_file.file.etag is None
                        else {ETAG_KEY: change_file.file.etag}), **(kept or {})}
         try:
-            with read_ahead(batches()) as ahead:  # read the next batches while one is written
-                parts = write_parts(self.location, schema, ahead)
-            self._commit(parts, plan, metadata)
+            with read_ahead(batches()) as ahead:  # the next batches read while one is written
+                self._commit(write_parts(self.location, schema, ahead), plan, metadata)
         except LakemirrorError:
             raise
         except Exception as error:  # delta-rs raises plain Exception for schema errors

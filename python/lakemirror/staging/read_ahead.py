@@ -2,8 +2,10 @@
 
 Staging reads, validates and conforms a change file's batches while the previous batches are
 written: pyarrow releases the GIL while it decodes and encodes, so reading and writing overlap
-on two cores. Memory stays bounded: at most `ahead` produced items wait, besides the one being
-produced and the one being consumed. An exception raised by the producer is raised, as it was
+on two cores. Memory stays bounded: the producer starts an item only while fewer than `ahead`
+produced items wait, so at most `ahead` items are ahead of the one being consumed. Staging goes
+one batch ahead: it held the same peak memory as reading and writing in turn (staging a 2 GB
+file), where two ahead held one batch more (some 30 MB) for little more speed. An exception raised by the producer is raised, as it was
 raised, in the consumer when it reaches that item; leaving the `read_ahead` block (at the end,
 on an error, or early) stops the producer after the item it is producing, closes the source
 iterator in its thread and joins it, so no thread outlives the block.
@@ -18,7 +20,7 @@ from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
-AHEAD = 2  # items produced before the consumer takes them
+AHEAD = 1  # items produced (or being produced) before the consumer takes them
 
 
 class _Channel(Generic[Item]):
@@ -36,9 +38,14 @@ class _Channel(Generic[Item]):
         iterator = iter(source)
         try:
             try:
-                for item in iterator:
-                    if not self._put(item):
+                while self._room():
+                    try:
+                        item = next(iterator)
+                    except StopIteration:
                         return
+                    with self.changed:
+                        self.items.append(item)
+                        self.changed.notify_all()
             finally:
                 close = getattr(iterator, "close", None)
                 if close is not None:  # a generator's cleanup runs in the thread that ran it
@@ -50,15 +57,11 @@ class _Channel(Generic[Item]):
                 self.finished = True
                 self.changed.notify_all()
 
-    def _put(self, item: Item) -> bool:
-        """Wait for room and queue `item`; False when the consumer left."""
+    def _room(self) -> bool:
+        """Wait until fewer than `ahead` items wait to be taken; False when the consumer left."""
         with self.changed:
             self.changed.wait_for(lambda: len(self.items) < self.ahead or self.abandoned)
-            if self.abandoned:
-                return False
-            self.items.append(item)
-            self.changed.notify_all()
-            return True
+            return not self.abandoned
 
     def consume(self) -> Iterator[Item]:
         while True:
