@@ -9,8 +9,8 @@ and its delete) is moved by the next run, never staged again. On an object store
 also records the file's size and ETag, and a staged file still in place that no longer matches
 them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone
 is read, and files are moved, only through its door (`landing.zone`); whatever fails, the table
-fails with a typed error, never a traceback. A file's rows are read on a thread of their own, a
-few batches ahead of the parts being written (`staging.read_ahead`).
+fails with a typed error, never a traceback. A file's rows are read on a thread of their own, one
+batch ahead of the parts being written (`staging.read_ahead`).
 """
 
 from __future__ import annotations
