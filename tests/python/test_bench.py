@@ -1,7 +1,8 @@
 """`lakemirror bench` at smoke size: every contender reaches the verified final table, and each
-figure (idle run, freshness, memory for Parquet and CSV, wide tables, storage after many files,
-freshness and storage also copy-on-write, the warehouse on moto's S3 against disk, the plot) is
-measured and reported, with the phases of lakemirror's runs. Times are never asserted."""
+figure (idle run, staging against pyarrow, freshness, memory for Parquet and CSV, wide tables,
+storage after many files, freshness and storage also copy-on-write, the warehouse on moto's S3
+against disk, the plot) is measured and reported, with the phases of lakemirror's runs. Times
+are never asserted."""
 
 import json
 
@@ -17,8 +18,8 @@ DELTARS = ("delta-rs", "delta-rs-batched")
 MEASURED = ("lakemirror", "lakemirror-warm", *DELTARS, "floor")
 
 
-FIGURES_OFF = ("--no-freshness", "--no-idle", "--no-memory", "--no-wide", "--no-storage",
-               "--no-object-warehouse")
+FIGURES_OFF = ("--no-freshness", "--no-idle", "--no-staging", "--no-memory", "--no-wide",
+               "--no-storage", "--no-object-warehouse")
 
 
 def bench(*args):
@@ -78,6 +79,20 @@ def test_lakemirrors_runs_say_where_their_time_went(report):
         assert parts == pytest.approx(phases["total"], rel=0.1)  # nothing large unaccounted
         assert phases["imports"] + phases["total"] <= contenders[name]["seconds"]
     assert all(contenders[name]["phases"] is None for name in (*DELTARS, "floor"))
+
+
+@pytest.mark.slow
+def test_staging_is_compared_with_pyarrow_reading_and_writing_the_same_files(report):
+    staging = figure(report, "staging")
+    assert staging["contender"] == "lakemirror" and staging["target"] == 1.5
+    assert staging["rows"] == staging["floor_rows"] == report["change_rows"]
+    lakemirror = next(contender for contender in report["contenders"]
+                      if contender["name"] == "lakemirror")
+    assert staging["staging_seconds"] == lakemirror["phases"]["staging"]
+    assert all(positive(staging[field]) for field in (
+        "staging_rows_per_second", "floor_seconds", "floor_rows_per_second", "ratio"))
+    assert staging["ratio"] == pytest.approx(
+        staging["floor_rows_per_second"] / staging["staging_rows_per_second"])
 
 
 @pytest.mark.slow
@@ -177,9 +192,12 @@ def test_the_report_compares_with_the_faster_verified_deltars_and_the_floor():
 def test_the_figures_ratios_on_hand_made_measurements():
     from lakemirror.bench.memory import IngestMemory
     from lakemirror.bench.object_warehouse import ObjectWarehouse
+    from lakemirror.bench.staging_figure import StagingFigure
     from lakemirror.bench.storage import Storage, TableBytes
     from lakemirror.bench.wide import WideTable, WideTables, as_dict
 
+    assert StagingFigure("lakemirror", 1_000, staging_seconds=3.0, floor_seconds=2.0,
+                         floor_rows=1_000).ratio == 1.5
     assert IngestMemory(1.0, 10, idle_rss_mb=150.0, peak_rss_mb=400.0).above_idle_mb == 250.0
     assert ObjectWarehouse(1, 3, disk_seconds=1.5, s3_seconds=6.0, requests={}, verified=True,
                            message="").ratio == 4.0
@@ -203,7 +221,7 @@ def test_each_figure_can_be_turned_off(tmp_path):
     report = json.loads(result.output)
     assert [contender["name"] for contender in report["contenders"]] == ["floor"]
     assert report["best_deltars"] is None and report["ratios"]["lakemirror/floor"] is None
-    assert not {"idle_run", "freshness", "freshness_copy_on_write", "memory", "memory_csv",
+    assert not {"idle_run", "staging", "freshness", "freshness_copy_on_write", "memory", "memory_csv",
                 "wide_tables", "storage", "storage_copy_on_write", "object_warehouse"
                 } & set(report)
 

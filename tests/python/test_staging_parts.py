@@ -46,6 +46,14 @@ def test_parts_roll_over_and_each_add_action_counts_and_bounds_its_own_rows(tmp_
     assert seen == [f"row {n}" for n in range(7_000)]
 
 
+def test_parts_carry_parquet_statistics_of_the_change_position_only(tmp_path):
+    [action] = write_parts(str(tmp_path), SCHEMA, batches(2))
+    group = pq.ParquetFile(tmp_path / action.path).metadata.row_group(0)
+    position, value = group.column(0), group.column(1)
+    assert position.is_stats_set and (position.statistics.min, position.statistics.max) == (0, 999)
+    assert not value.is_stats_set  # nothing filters staging on its data columns
+
+
 def test_a_stream_failing_midway_raises_and_leaves_no_part(tmp_path, monkeypatch):
     monkeypatch.setattr(parts_module, "PART_BYTES", 20_000)
 

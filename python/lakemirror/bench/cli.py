@@ -59,6 +59,9 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Time `lakemirror run --json` in a cold process with nothing new.")
 @click.option("--idle-runs", type=click.IntRange(min=1), default=None,
               help="Idle runs timed [3; smoke 1].")
+@click.option("--staging/--no-staging", default=True, show_default=True,
+              help="Rows/s of lakemirror's staging phase against pyarrow reading every change "
+                   "file and writing it back (the floor), and their ratio.")
 @click.option("--landing-zone", default=None, metavar="URL",
               help="Also publish the zone under a new prefix of this object-store URL "
                    "(credentials as for `lakemirror run`): listing objects/s, read MB/s, "
@@ -100,7 +103,7 @@ def _columns(context: click.Context, parameter: click.Parameter,
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
           scale: int, op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,
           contenders: str, memory_limit_gb: float | None, freshness: bool, idle: bool,
-          idle_runs: int | None,
+          idle_runs: int | None, staging: bool,
           landing_zone: str | None, memory: bool,
           memory_gb: float | None, csv_memory_gb: float | None, wide: bool,
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
@@ -109,8 +112,9 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
-    Spark on one generated landing zone, every final table verified; then idle runs,
-    freshness, memory, wide tables, storage after many files and the warehouse on S3."""
+    Spark on one generated landing zone, every final table verified; then idle runs, staging
+    against pyarrow, freshness, memory, wide tables, storage after many files and the
+    warehouse on S3."""
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
@@ -133,7 +137,7 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             freshness=freshness, memory_gb=0.0 if not memory else memory_gb,
             csv_memory_gb=0.0 if not memory else csv_memory_gb, plot_file=plot_file,
             directory=directory, as_json=as_json, progress=progress,
-            idle_runs=idle_runs if idle else 0, landing_zone=landing_zone,
+            idle_runs=idle_runs if idle else 0, staging=staging, landing_zone=landing_zone,
             wide_columns=wide_columns if wide else (), wide_rows=wide_rows,
             wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,

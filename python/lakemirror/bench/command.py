@@ -88,6 +88,21 @@ def _landing_zone(result: BenchResult, figures: Figures, directory: Path,
     return dataclasses.asdict(figure), figure.text()
 
 
+def _staging(result: BenchResult, figures: Figures, directory: Path,
+             progress: Progress) -> Figure:
+    """Of the first lakemirror contender verified, against pyarrow on the same zone."""
+    from lakemirror.bench.staging_figure import measure_staging
+
+    if not figures.staging:
+        return None
+    phases = {contender.name: contender.phases for contender in result.contenders
+              if contender.verified and contender.phases}
+    staging = measure_staging(phases, result.change_rows,
+                              directory / "contenders" / "zone" / "LandingZone",
+                              directory / "staging", progress)
+    return None if staging is None else (staging.as_dict(), staging.text())
+
+
 def _freshness(result: BenchResult, figures: Figures, directory: Path, progress: Progress,
                readers: tuple[str, ...] = ()) -> Figure:
     from lakemirror.bench.freshness import measure_freshness
@@ -168,7 +183,8 @@ def _object_warehouse(result: BenchResult, figures: Figures, directory: Path,
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
 FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figure]], ...] = (
-    ("idle_run", _idle), ("landing_zone", _landing_zone), ("freshness", _freshness),
+    ("idle_run", _idle), ("staging", _staging), ("landing_zone", _landing_zone),
+    ("freshness", _freshness),
     ("freshness_copy_on_write", partial(_freshness, readers=COPY_ON_WRITE)),
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),

@@ -13,6 +13,7 @@ class Figures:
     `smoke()`."""
 
     freshness: bool = True
+    staging: bool = True  # lakemirror's staging phase against pyarrow reading and writing
     idle_runs: int = 3  # cold `lakemirror run --json` with nothing new
     memory_gb: float = 2.0  # one Parquet file staged
     csv_memory_gb: float = 2.0  # one CSV file staged

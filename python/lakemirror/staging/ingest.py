@@ -9,7 +9,8 @@ and its delete) is moved by the next run, never staged again. On an object store
 also records the file's size and ETag, and a staged file still in place that no longer matches
 them fails its table (`ChangedFileError`) instead of being moved or ignored. The landing zone
 is read, and files are moved, only through its door (`landing.zone`); whatever fails, the table
-fails with a typed error, never a traceback.
+fails with a typed error, never a traceback. A file's rows are read on a thread of their own, one
+batch ahead of the parts being written (`staging.read_ahead`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from lakemirror.staging.evolution import SchemaPlan, conform, plan_schema
 from lakemirror.staging.failures import as_failure, storage_failure
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.parts import write_parts
+from lakemirror.staging.read_ahead import read_ahead
 from lakemirror.staging.retention import DEFAULT_RETENTION_DAYS, purge_processed
 from lakemirror.storage.location import Location, ObjectLocation
 
@@ -290,12 +292,11 @@ class StagingTable:
         plan = self._plan(change_file)
         schema = plan.schema if plan.widened else plan.append_schema
         rows = 0
-        staged = self._staged_files_dataset() if plan.widened else None
+        staged = self._staged_files_dataset().to_batches() if plan.widened else ()
 
         def batches() -> Iterator[pa.RecordBatch]:
             nonlocal rows
-            for batch in staged.to_batches() if staged else ():
-                yield conform(batch, schema)
+            yield from (conform(batch, schema) for batch in staged)
             for batch in change_file.batches():
                 rows += len(batch)
                 yield conform(batch, schema)
@@ -308,7 +309,8 @@ class StagingTable:
                     **({} if change_file.file.etag is None
                        else {ETAG_KEY: change_file.file.etag}), **(kept or {})}
         try:
-            self._commit(write_parts(self.location, schema, batches()), plan, metadata)
+            with read_ahead(batches()) as ahead:  # the next batches read while one is written
+                self._commit(write_parts(self.location, schema, ahead), plan, metadata)
         except LakemirrorError:
             raise
         except Exception as error:  # delta-rs raises plain Exception for schema errors
