@@ -2,7 +2,8 @@
 MERGE writes the rows it changes, so its cost should follow the changes, not the table. For
 each table size, the same number of changes per file: the initial load is mirrored untimed,
 then two warm `lakemirror run`s (the project as a user's second run finds it) each apply one
-change file, each in a process of its own (its seconds, phases and peak RSS). Measured with
+change file, each in a process of its own (its seconds, phases, and peak RSS: its own, and
+summed with its engine's, under the bench's --memory-limit if given). Measured with
 deletion vectors (the default) and copy-on-write (a reader set that cannot read them); each
 size is measured in a worker process of its own, `python -m lakemirror.bench.merge_growth DIR
 REQUEST`, which writes its result to DIR/result.json.
@@ -50,7 +51,8 @@ class TimedRun:
     """One warm `lakemirror run` applying one change file, in a process of its own."""
 
     seconds: float  # the process's wall time
-    peak_rss_mb: float
+    peak_rss_mb: float  # the run's process (and the children it waited for)
+    peak_tree_rss_mb: float  # the run's process and its engine's, summed (polled)
     phases: dict[str, float]  # bench/phases.py
 
 
@@ -120,11 +122,13 @@ class MergeGrowth:
             phases = ", ".join(f"{phase} {seconds:.2f}"
                                for phase, seconds in size.median_phases().items())
             rss = max(run.peak_rss_mb for run in size.runs)
+            tree = max(run.peak_tree_rss_mb for run in size.runs)
             check = "in full" if size.verified_in_full else "row count and sampled keys"
             lines.append(
                 f"  {size.mode}, {size.table_rows:,} rows ({growth['rows']:g}x rows: merge "
                 f"{merge}, run {growth['seconds']:.1f}x): run {size.median_seconds:.2f} s "
-                f"({runs}), merge {size.median_merge:.2f} s, peak RSS {rss:,.0f} MB; "
+                f"({runs}), merge {size.median_merge:.2f} s, peak RSS {rss:,.0f} MB "
+                f"(with its engine {tree:,.0f} MB); "
                 f"verified {check}: {size.verification}")
             lines.append(f"    phases (s): {phases}")
         return "\n".join(lines)
@@ -132,10 +136,14 @@ class MergeGrowth:
 
 def measure_merge_growth(directory: Path, spec: BenchSpec, sizes: Sequence[int], changes: int,
                          modes: Sequence[tuple[str, ...]], progress: Callable[[str], None],
-                         full_verify_rows: int | None = None) -> MergeGrowth:
+                         full_verify_rows: int | None = None,
+                         memory_limit_gb: float | None = None) -> MergeGrowth:
     """Each of `sizes` (table rows) with `changes` per file and `spec`'s seed, op mix and
     repeats, mirrored once per reader set of `modes` (() for deletion vectors), each size in a
-    worker process; verified in full up to `full_verify_rows` [FULL_VERIFY_ROWS]."""
+    worker process; verified in full up to `full_verify_rows` [FULL_VERIFY_ROWS]; each run
+    stopped above `memory_limit_gb` [the machine's memory]."""
+    import psutil
+
     shutil.rmtree(directory, ignore_errors=True)
     measured: list[SizeRuns] = []
     for rows in sizes:
@@ -144,7 +152,8 @@ def measure_merge_growth(directory: Path, spec: BenchSpec, sizes: Sequence[int],
         fields = {field.name: getattr(sized, field.name) for field in dataclasses.fields(sized)}
         request = {"spec": {**fields, "op_mix": dict(sized.op_mix)},
                    "modes": [list(readers) for readers in modes],
-                   "full_verify_rows": full_verify_rows or FULL_VERIFY_ROWS}
+                   "full_verify_rows": full_verify_rows or FULL_VERIFY_ROWS,
+                   "memory_limit_gb": memory_limit_gb or psutil.virtual_memory().total / 1024**3}
         workdir = directory / f"rows-{rows}"
         worker = subprocess.Popen([sys.executable, "-m", "lakemirror.bench.merge_growth",
                                    str(workdir), json.dumps(request)],
@@ -168,18 +177,19 @@ def _size_runs(found: dict[str, Any]) -> SizeRuns:
 
 
 def measure_size(directory: Path, spec: BenchSpec, modes: Sequence[tuple[str, ...]],
-                 full_verify_rows: int) -> list[SizeRuns]:
+                 full_verify_rows: int, memory_limit_gb: float) -> list[SizeRuns]:
     """The worker: generate `spec`'s zone, then mirror it once per mode (see the module)."""
     directory.mkdir(parents=True)
     _progress(f"merge growth: generating {spec.table_rows:,} rows and {spec.files} files of "
               f"{spec.changes_per_file:,} changes")
     [table] = generate_zone(directory / "zone", spec)
     return [_mirror_changes(directory / ("-".join(readers) or "deletion-vectors"), table,
-                            readers, spec.table_rows <= full_verify_rows) for readers in modes]
+                            readers, spec.table_rows <= full_verify_rows, memory_limit_gb)
+            for readers in modes]
 
 
 def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ...],
-                    in_full: bool) -> SizeRuns:
+                    in_full: bool, memory_limit_gb: float) -> SizeRuns:
     """The initial load, then each change file landed and applied by its own timed run."""
     from deltalake import DeltaTable
 
@@ -197,11 +207,11 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
     changes_per_file = pq.ParquetFile(table.files[1]).metadata.num_rows
     mode = f"merge growth: {rows:,} rows, {'-'.join(readers) or 'deletion vectors'}"
     _progress(f"{mode}: initial load")
-    initial, mirrored = _warm_run(workdir, zone, "initial")
+    initial, mirrored = _warm_run(workdir, zone, "initial", memory_limit_gb)
     runs = []
     for number, path in enumerate(changes, start=1):
         (pending / path.name).rename(path)
-        run, mirrored = _warm_run(workdir, zone, f"change-{number}")
+        run, mirrored = _warm_run(workdir, zone, f"change-{number}", memory_limit_gb)
         runs.append(run)
         _progress(f"{mode}: change file {number} in {run.seconds:.2f} s, merge "
                   f"{run.phases['merge']:.2f} s")
@@ -211,9 +221,11 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
                     tuple(runs), check.ok, check.message, in_full)
 
 
-def _warm_run(workdir: Path, zone: Path, name: str) -> tuple[TimedRun, Path]:
+def _warm_run(workdir: Path, zone: Path, name: str,
+              memory_limit_gb: float) -> tuple[TimedRun, Path]:
     """`lakemirror run` of the zone with the project in workdir/out (the bench's
-    lakemirror-warm contender); its measures and the mirrored table's path."""
+    lakemirror-warm contender); its measures and the mirrored table's path. Under a limit,
+    the launcher follows its engine's memory too."""
     from lakemirror.bench.contenders import PHASES_FILE
 
     logs = workdir / name
@@ -221,12 +233,16 @@ def _warm_run(workdir: Path, zone: Path, name: str) -> tuple[TimedRun, Path]:
     with (logs / "stdout.log").open("w") as out, (logs / "stderr.log").open("w") as err:
         usage = measure([sys.executable, "-m", "lakemirror.bench.contenders", "lakemirror-warm",
                          str(zone), str(workdir / "out")], logs / "usage.json",
-                        stdout=out, stderr=err)
+                        stdout=out, stderr=err,
+                        memory_limit_gb=memory_limit_gb)
     if usage.exit_code != 0:
-        raise RuntimeError(f"lakemirror run ({name}) failed; see {logs / 'stderr.log'}")
+        how = (f"out of memory (limit {memory_limit_gb:g} GB)" if usage.out_of_memory
+               else f"failed; see {logs / 'stderr.log'}")
+        raise RuntimeError(f"lakemirror run ({name}) {how}")
     [mirrored] = json.loads((logs / "stdout.log").read_text()).values()
     phases = json.loads((workdir / "out" / PHASES_FILE).read_text())
-    return TimedRun(usage.seconds, usage.peak_rss_mb, phases), Path(mirrored)
+    return (TimedRun(usage.seconds, usage.peak_rss_mb, usage.peak_tree_rss_mb or 0.0, phases),
+            Path(mirrored))
 
 
 def verify_mirrored(files: Sequence[Path], mirrored: Path, *, in_full: bool,
@@ -280,7 +296,7 @@ def main() -> None:
     directory, request = Path(sys.argv[1]), json.loads(sys.argv[2])
     measured = measure_size(directory, BenchSpec(**request["spec"]),
                             [tuple(readers) for readers in request["modes"]],
-                            request["full_verify_rows"])
+                            request["full_verify_rows"], request["memory_limit_gb"])
     (directory / RESULT_FILE).write_text(json.dumps([dataclasses.asdict(size)
                                                      for size in measured]))
 
