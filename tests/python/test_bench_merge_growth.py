@@ -112,3 +112,6 @@ def test_growth_is_each_size_over_its_modes_smallest():
     assert "deletion vectors, 10,000 rows (10x rows: merge 1.5x, run 5.5x)" in text
     assert "copy-on-write (r), 10,000 rows (10x rows: merge 10.0x" in text
     assert dataclasses.asdict(growth)["sizes"][0]["runs"][0]["phases"]["merge"] == 2.0
+    assert text.count("verified in full: ok") == 4
+    failed = dataclasses.replace(growth.sizes[0], verified=False, verification="2 rows missing")
+    assert "NOT verified in full: 2 rows missing" in MergeGrowth(10, (failed,)).text()

@@ -123,13 +123,14 @@ class MergeGrowth:
                                for phase, seconds in size.median_phases().items())
             rss = max(run.peak_rss_mb for run in size.runs)
             tree = max(run.peak_tree_rss_mb for run in size.runs)
-            check = "in full" if size.verified_in_full else "row count and sampled keys"
+            how = "in full" if size.verified_in_full else "by row count and sampled keys"
+            check = f"{'verified' if size.verified else 'NOT verified'} {how}"
             lines.append(
                 f"  {size.mode}, {size.table_rows:,} rows ({growth['rows']:g}x rows: merge "
                 f"{merge}, run {growth['seconds']:.1f}x): run {size.median_seconds:.2f} s "
                 f"({runs}), merge {size.median_merge:.2f} s, peak RSS {rss:,.0f} MB "
                 f"(with its engine {tree:,.0f} MB); "
-                f"verified {check}: {size.verification}")
+                f"{check}: {size.verification}")
             lines.append(f"    phases (s): {phases}")
         return "\n".join(lines)
 
