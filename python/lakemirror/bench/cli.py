@@ -12,18 +12,30 @@ PATH = click.Path(path_type=Path, file_okay=False)
 CONTENDERS = "lakemirror,lakemirror-warm,delta-rs,delta-rs-batched,floor,spark"
 
 
+def _integers(value: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers"
+                                 ) from None
+
+
 def _columns(context: click.Context, parameter: click.Parameter,
              value: str | None) -> tuple[int, ...] | None:
     if value is None:
         return None
-    try:
-        widths = tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers"
-                                 ) from None
+    widths = _integers(value)
     if any(width < 11 for width in widths):
         raise click.BadParameter("each width must be at least 11 (the narrow table has 10)")
     return widths
+
+
+def _sizes(context: click.Context, parameter: click.Parameter,
+           value: str | None) -> tuple[int, ...] | None:
+    sizes = _integers(value) if value is not None else None
+    if sizes is not None and (not sizes or min(sizes) < 1):
+        raise click.BadParameter("give one or more table sizes of at least 1 row")
+    return sizes
 
 
 @click.command(name="bench")
@@ -94,6 +106,13 @@ def _columns(context: click.Context, parameter: click.Parameter,
               help="Seconds of a cold run into a warehouse on moto's S3 server (started on "
                    "loopback; needs the dev extra moto[server]) against local disk, and its "
                    "requests.")
+@click.option("--merge-growth", "merge_growth_rows", callback=_sizes, default=None,
+              metavar="ROWS,...",
+              help="Time warm runs applying the same changes to tables of these sizes (e.g. "
+                   "1000000,10000000,100000000), with deletion vectors and copy-on-write: "
+                   "each run's seconds, phases and peak RSS, and how the merge grows [off].")
+@click.option("--merge-growth-changes", type=click.IntRange(min=1), default=None,
+              help="Changes per change file of --merge-growth [100,000; smoke 100].")
 @click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
@@ -109,12 +128,13 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           wide_columns: tuple[int, ...] | None, wide_rows: int | None,
           wide_changes: int | None, storage: bool, storage_files: int | None,
           storage_rows: int | None, storage_changes: int | None, object_warehouse: bool,
+          merge_growth_rows: tuple[int, ...] | None, merge_growth_changes: int | None,
           plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
     Spark on one generated landing zone, every final table verified; then idle runs, staging
     against pyarrow, freshness, memory, wide tables, storage after many files and the
-    warehouse on S3."""
+    warehouse on S3; with --merge-growth, how a MERGE's time grows with the table."""
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
@@ -141,7 +161,8 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             wide_columns=wide_columns if wide else (), wide_rows=wide_rows,
             wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,
-            storage_changes=storage_changes, object_warehouse=object_warehouse)
+            storage_changes=storage_changes, object_warehouse=object_warehouse,
+            merge_growth_rows=merge_growth_rows, merge_growth_changes=merge_growth_changes)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)

@@ -179,6 +179,19 @@ def _object_warehouse(result: BenchResult, figures: Figures, directory: Path,
     return {**dataclasses.asdict(measured), "ratio": measured.ratio}, measured.text()
 
 
+def _merge_growth(result: BenchResult, figures: Figures, directory: Path,
+                  progress: Progress) -> Figure:
+    from lakemirror.bench.merge_growth import measure_merge_growth
+
+    if not figures.merge_growth_rows:
+        return None
+    growth = measure_merge_growth(directory / "merge-growth", result.spec,
+                                  figures.merge_growth_rows, figures.merge_growth_changes,
+                                  ((), COPY_ON_WRITE), progress,
+                                  memory_limit_gb=result.memory_limit_gb)
+    return growth.as_dict(), growth.text()
+
+
 # New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
@@ -189,7 +202,7 @@ FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figur
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),
     ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)),
-    ("object_warehouse", _object_warehouse))
+    ("object_warehouse", _object_warehouse), ("merge_growth", _merge_growth))
 
 
 def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:

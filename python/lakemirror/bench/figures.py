@@ -25,13 +25,15 @@ class Figures:
     storage_changes: int = 1_000
     object_warehouse: bool = True  # the zone into a warehouse on moto's S3 and on disk
     landing_zone: str | None = None  # an object-store URL to publish the zone under
+    merge_growth_rows: tuple[int, ...] = ()  # table sizes; off by default (100M rows: minutes)
+    merge_growth_changes: int = 100_000
 
     @classmethod
     def smoke(cls) -> Figures:
         """Tiny sizes: each figure is measured, quickly."""
         return cls(idle_runs=1, memory_gb=0.01, csv_memory_gb=0.01, wide_columns=(40,),
                    wide_rows=1_000, wide_changes=100, storage_files=3, storage_rows=2_000,
-                   storage_changes=100)
+                   storage_changes=100, merge_growth_changes=100)
 
     @classmethod
     def chosen(cls, *, smoke: bool, **options: Any) -> Figures:

@@ -28,6 +28,7 @@ class Usage:
     peak_rss_mb: float
     exit_code: int
     out_of_memory: bool = False
+    peak_tree_rss_mb: float | None = None  # under a limit: the tree's summed peak, polled
 
 
 def measure(command: list[str], result: Path, *, stdout: IO[str] | int | None = None,
@@ -63,7 +64,9 @@ def main() -> None:
     code = os.waitstatus_to_exitcode(status)
     peak_mb = max(usage.ru_maxrss / 1024, peak_tree_bytes / 1024**2 if out_of_memory else 0)
     result.write_text(json.dumps({"seconds": seconds, "peak_rss_mb": peak_mb,
-                                  "exit_code": code, "out_of_memory": out_of_memory}))
+                                  "exit_code": code, "out_of_memory": out_of_memory,
+                                  "peak_tree_rss_mb": None if limit_gb is None
+                                  else peak_tree_bytes / 1024**2}))
     sys.exit(0 if code == 0 else 1)
 
 
