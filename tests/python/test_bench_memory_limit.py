@@ -29,6 +29,12 @@ sys.exit(subprocess.run([sys.executable, "-c", sys.argv[1], *sys.argv[2:]],
                         start_new_session=True).returncode)
 """
 
+DETACH = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], start_new_session=True)
+time.sleep(2)  # the launcher searches its tree every 0.5 s
+"""
+
 
 def run(tmp_path: Path, command: list[str], limit_gb: float | None) -> tuple[Usage, str]:
     with (tmp_path / "out.log").open("w") as out:
@@ -50,6 +56,19 @@ def test_a_grandchild_in_its_own_session_growing_beyond_it_is_stopped(tmp_path: 
     usage, _ = run(tmp_path, command, 0.1)
     assert usage.out_of_memory and usage.exit_code != 0
     assert not finished.exists() and not psutil.pid_exists(int(grown.read_text()))
+
+
+def test_a_server_the_command_starts_and_never_waits_for_counts_in_its_peak(
+        tmp_path: Path) -> None:
+    """As the embedded engine does: without a limit too, the peak is the whole tree's."""
+    grown, finished = tmp_path / "pid", tmp_path / "finished"
+    usage, _ = run(tmp_path, [sys.executable, "-c", DETACH, GROW, str(grown), str(finished)],
+                   None)
+    try:
+        assert usage.exit_code == 0 and not usage.out_of_memory
+        assert usage.peak_rss_mb > 300
+    finally:
+        psutil.Process(int(grown.read_text())).kill()
 
 
 def test_a_command_within_the_limit_runs_as_without_one(tmp_path: Path) -> None:

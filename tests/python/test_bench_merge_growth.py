@@ -39,7 +39,7 @@ def test_merge_growth_times_warm_runs_per_size_and_verifies_each_table(tmp_path,
         assert ("deletionVectors" in size["table_features"]) == (not size["readers"])
         assert len(size["runs"]) == 2
         for run in size["runs"]:
-            assert run["seconds"] > 0 and run["peak_tree_rss_mb"] > run["peak_rss_mb"] > 0
+            assert run["seconds"] > 0 and run["peak_rss_mb"] > 0
             assert run["phases"]["merge"] > 0 and run["phases"]["total"] > 0
         assert size["verified"] is True, size["verification"]
         assert size["verified_in_full"] == (size["table_rows"] <= 3_000)
@@ -99,7 +99,7 @@ def test_verification_finds_a_wrong_value_and_a_missing_row(tmp_path, applied, i
 
 def test_growth_is_each_size_over_its_modes_smallest():
     def size(rows, merge, readers=()):
-        runs = tuple(TimedRun(seconds, 100.0, 300.0, {"merge": merge, "total": seconds})
+        runs = tuple(TimedRun(seconds, 300.0, {"merge": merge, "total": seconds})
                      for seconds in (rows / 1_000, rows / 1_000 + 2))
         return SizeRuns(rows, 10, readers, (), 1.0, runs, True, "ok", True)
 

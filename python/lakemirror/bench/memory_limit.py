@@ -48,9 +48,10 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
-def run_limited(process: subprocess.Popen[bytes], limit_bytes: int) -> Limited:
-    """Wait for `process` (started after `become_subreaper`), stopping its whole tree when the
-    resident memory of this process's descendants exceeds `limit_bytes`."""
+def run_limited(process: subprocess.Popen[bytes], limit_bytes: int | None) -> Limited:
+    """Wait for `process` (started after `become_subreaper`), following the resident memory of
+    this process's descendants, and stopping its whole tree when it exceeds `limit_bytes`
+    (None: never)."""
     launcher, peak, tree, poll = psutil.Process(), 0, [], 0
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -60,7 +61,7 @@ def run_limited(process: subprocess.Popen[bytes], limit_bytes: int) -> Limited:
             tree = launcher.children(recursive=True)
         poll += 1
         peak = max(peak, _tree_rss(tree))
-        if peak > limit_bytes:
+        if limit_bytes is not None and peak > limit_bytes:
             _kill(launcher.children(recursive=True))
             _, status, usage = os.wait4(process.pid, 0)
             _stop_the_rest(launcher)

@@ -3,7 +3,7 @@ MERGE writes the rows it changes, so its cost should follow the changes, not the
 each table size, the same number of changes per file: the initial load is mirrored untimed,
 then two warm `lakemirror run`s (the project as a user's second run finds it) each apply one
 change file, each in a process of its own (its seconds, phases, and peak RSS: its own, and
-summed with its engine's, under the bench's --memory-limit if given). Measured with
+its engine included, under the bench's --memory-limit if given). Measured with
 deletion vectors (the default) and copy-on-write (a reader set that cannot read them); each
 size is measured in a worker process of its own, `python -m lakemirror.bench.merge_growth DIR
 REQUEST`, which writes its result to DIR/result.json.
@@ -51,8 +51,7 @@ class TimedRun:
     """One warm `lakemirror run` applying one change file, in a process of its own."""
 
     seconds: float  # the process's wall time
-    peak_rss_mb: float  # the run's process (and the children it waited for)
-    peak_tree_rss_mb: float  # the run's process and its engine's, summed (polled)
+    peak_rss_mb: float  # the run's processes, its engine included (bench/rusage.py)
     phases: dict[str, float]  # bench/phases.py
 
 
@@ -122,14 +121,13 @@ class MergeGrowth:
             phases = ", ".join(f"{phase} {seconds:.2f}"
                                for phase, seconds in size.median_phases().items())
             rss = max(run.peak_rss_mb for run in size.runs)
-            tree = max(run.peak_tree_rss_mb for run in size.runs)
             how = "in full" if size.verified_in_full else "by row count and sampled keys"
             check = f"{'verified' if size.verified else 'NOT verified'} {how}"
             lines.append(
                 f"  {size.mode}, {size.table_rows:,} rows ({growth['rows']:g}x rows: merge "
                 f"{merge}, run {growth['seconds']:.1f}x): run {size.median_seconds:.2f} s "
                 f"({runs}), merge {size.median_merge:.2f} s, peak RSS {rss:,.0f} MB "
-                f"(with its engine {tree:,.0f} MB); "
+                f"(its engine included); "
                 f"{check}: {size.verification}")
             lines.append(f"    phases (s): {phases}")
         return "\n".join(lines)
@@ -142,9 +140,7 @@ def measure_merge_growth(directory: Path, spec: BenchSpec, sizes: Sequence[int],
     """Each of `sizes` (table rows) with `changes` per file and `spec`'s seed, op mix and
     repeats, mirrored once per reader set of `modes` (() for deletion vectors), each size in a
     worker process; verified in full up to `full_verify_rows` [FULL_VERIFY_ROWS]; each run
-    stopped above `memory_limit_gb` [the machine's memory]."""
-    import psutil
-
+    stopped above `memory_limit_gb` (None: no limit)."""
     shutil.rmtree(directory, ignore_errors=True)
     measured: list[SizeRuns] = []
     for rows in sizes:
@@ -154,7 +150,7 @@ def measure_merge_growth(directory: Path, spec: BenchSpec, sizes: Sequence[int],
         request = {"spec": {**fields, "op_mix": dict(sized.op_mix)},
                    "modes": [list(readers) for readers in modes],
                    "full_verify_rows": full_verify_rows or FULL_VERIFY_ROWS,
-                   "memory_limit_gb": memory_limit_gb or psutil.virtual_memory().total / 1024**3}
+                   "memory_limit_gb": memory_limit_gb}
         workdir = directory / f"rows-{rows}"
         worker = subprocess.Popen([sys.executable, "-m", "lakemirror.bench.merge_growth",
                                    str(workdir), json.dumps(request)],
@@ -178,7 +174,7 @@ def _size_runs(found: dict[str, Any]) -> SizeRuns:
 
 
 def measure_size(directory: Path, spec: BenchSpec, modes: Sequence[tuple[str, ...]],
-                 full_verify_rows: int, memory_limit_gb: float) -> list[SizeRuns]:
+                 full_verify_rows: int, memory_limit_gb: float | None) -> list[SizeRuns]:
     """The worker: generate `spec`'s zone, then mirror it once per mode (see the module)."""
     directory.mkdir(parents=True)
     _progress(f"merge growth: generating {spec.table_rows:,} rows and {spec.files} files of "
@@ -190,7 +186,7 @@ def measure_size(directory: Path, spec: BenchSpec, modes: Sequence[tuple[str, ..
 
 
 def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ...],
-                    in_full: bool, memory_limit_gb: float) -> SizeRuns:
+                    in_full: bool, memory_limit_gb: float | None) -> SizeRuns:
     """The initial load, then each change file landed and applied by its own timed run."""
     from deltalake import DeltaTable
 
@@ -223,10 +219,10 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
 
 
 def _warm_run(workdir: Path, zone: Path, name: str,
-              memory_limit_gb: float) -> tuple[TimedRun, Path]:
+              memory_limit_gb: float | None) -> tuple[TimedRun, Path]:
     """`lakemirror run` of the zone with the project in workdir/out (the bench's
-    lakemirror-warm contender); its measures and the mirrored table's path. Under a limit,
-    the launcher follows its engine's memory too."""
+    lakemirror-warm contender); its measures (its engine's memory included) and the
+    mirrored table's path."""
     from lakemirror.bench.contenders import PHASES_FILE
 
     logs = workdir / name
@@ -242,7 +238,7 @@ def _warm_run(workdir: Path, zone: Path, name: str,
         raise RuntimeError(f"lakemirror run ({name}) {how}")
     [mirrored] = json.loads((logs / "stdout.log").read_text()).values()
     phases = json.loads((workdir / "out" / PHASES_FILE).read_text())
-    return (TimedRun(usage.seconds, usage.peak_rss_mb, usage.peak_tree_rss_mb or 0.0, phases),
+    return (TimedRun(usage.seconds, usage.peak_rss_mb, phases),
             Path(mirrored))
 
 

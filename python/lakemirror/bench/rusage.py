@@ -3,10 +3,12 @@
 A process started straight from the benchmark inherits the benchmark's own peak RSS (Linux
 keeps the larger of the forking process's peak and the child's in `ru_maxrss` across exec), so
 a contender's figure would be at least the benchmark's. The launcher, a bare Python of about
-12 MB, starts the command and reports the command's own figures (its waited-for children
-included): `python -m lakemirror.bench.rusage [--memory-limit-gb GB] RESULT.json COMMAND...`.
-With a limit, the launcher stops the command's whole tree above it (bench/memory_limit.py) and
-reports it out of memory, with the larger of its own peak and the tree's summed peak.
+12 MB, starts the command and reports the command's own figures:
+`python -m lakemirror.bench.rusage [--memory-limit-gb GB] RESULT.json COMMAND...`. Its peak
+RSS is the larger of the command's own (its waited-for children included) and the summed
+resident memory of the launcher's whole tree, polled (bench/memory_limit.py): a server the
+command starts and never waits for, such as the embedded engine, counts. With a limit, the
+launcher stops the whole tree above it and reports it out of memory.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ class Usage:
     peak_rss_mb: float
     exit_code: int
     out_of_memory: bool = False
-    peak_tree_rss_mb: float | None = None  # under a limit: the tree's summed peak, polled
 
 
 def measure(command: list[str], result: Path, *, stdout: IO[str] | int | None = None,
@@ -48,25 +49,17 @@ def main() -> None:
     if arguments[0] == "--memory-limit-gb":
         limit_gb, arguments = float(arguments[1]), arguments[2:]
     result, command = Path(arguments[0]), arguments[1:]
-    if limit_gb is None:
-        started = time.perf_counter()
-        _, status, usage = os.wait4(subprocess.Popen(command).pid, 0)
-        out_of_memory, peak_tree_bytes = False, 0
-    else:
-        from lakemirror.bench.memory_limit import become_subreaper, run_limited
+    from lakemirror.bench.memory_limit import become_subreaper, run_limited
 
-        become_subreaper()
-        started = time.perf_counter()
-        limited = run_limited(subprocess.Popen(command), int(limit_gb * 1024**3))
-        status, usage = limited.status, limited.usage
-        out_of_memory, peak_tree_bytes = limited.out_of_memory, limited.peak_tree_bytes
+    become_subreaper()
+    started = time.perf_counter()
+    limited = run_limited(subprocess.Popen(command),
+                          None if limit_gb is None else int(limit_gb * 1024**3))
     seconds = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    peak_mb = max(usage.ru_maxrss / 1024, peak_tree_bytes / 1024**2 if out_of_memory else 0)
+    code = os.waitstatus_to_exitcode(limited.status)
+    peak_mb = max(limited.usage.ru_maxrss / 1024, limited.peak_tree_bytes / 1024**2)
     result.write_text(json.dumps({"seconds": seconds, "peak_rss_mb": peak_mb,
-                                  "exit_code": code, "out_of_memory": out_of_memory,
-                                  "peak_tree_rss_mb": None if limit_gb is None
-                                  else peak_tree_bytes / 1024**2}))
+                                  "exit_code": code, "out_of_memory": limited.out_of_memory}))
     sys.exit(0 if code == 0 else 1)
 
 
