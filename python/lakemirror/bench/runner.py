@@ -20,6 +20,7 @@ from lakemirror.bench.key_buckets import (
     ExpectedTable,
     bucket_count,
     expected_table,
+    parquet_batches,
     verify_in_buckets,
 )
 from lakemirror.bench.rusage import Usage, measure
@@ -212,6 +213,5 @@ def final_table_stream(path: Path) -> pa.RecordBatchReader:
     """A contender's final table, a Parquet file or a Delta table, read as a stream of batches
     (delta-rs's SQL engine applies deletion vectors)."""
     if path.suffix == ".parquet":
-        parquet = pq.ParquetFile(path)
-        return pa.RecordBatchReader.from_batches(parquet.schema_arrow, parquet.iter_batches())
+        return pa.RecordBatchReader.from_batches(pq.read_schema(path), parquet_batches(path))
     return stream_table(path)
