@@ -117,7 +117,9 @@ def _sizes(context: click.Context, parameter: click.Parameter,
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
 @click.option("--dir", "directory", type=PATH, default=Path("bench-run"), show_default=True,
-              help="Working folder (recreated); progress goes to its progress.log too.")
+              help="Working folder (recreated); progress goes to its progress.log too. A "
+                   "contender's output is removed once checked (its logs stay), but for the "
+                   "lakemirror run the idle figure reuses.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench(rows: int | None, files: int | None, changes: int | None, tables: int | None,
           scale: int, op_mix: str | None, repeat_share: float | None, seed: int | None, smoke: bool,

@@ -11,7 +11,7 @@ from typing import Any
 
 from lakemirror.bench.figures import Figures
 from lakemirror.bench.report import bench_json, bench_text
-from lakemirror.bench.runner import BenchResult, run_bench, workdir
+from lakemirror.bench.runner import BenchResult, idle_contender, run_bench, workdir
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.errors import ConfigError
 
@@ -63,8 +63,7 @@ def _idle(result: BenchResult, figures: Figures, directory: Path, progress: Prog
     """After the warm lakemirror contender (else the cold one), when one was verified."""
     from lakemirror.bench.idle_run import measure_idle_run
 
-    verified = {contender.name for contender in result.contenders if contender.verified}
-    name = next((name for name in ("lakemirror-warm", "lakemirror") if name in verified), None)
+    name = idle_contender(result.contenders)
     if figures.idle_runs <= 0 or name is None:
         return None
     expected = {table: (result.spec.files + 1, rows) for table, rows in result.final_rows.items()}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow.parquet as pq
 
-from lakemirror.bench.columns import KEY, Keys, Markers, change_rows
+from lakemirror.bench.columns import KEY, SCHEMA, Keys, Markers, change_rows
 from lakemirror.bench.spec import OPS, BenchSpec, Op
 from lakemirror.contract import DELETE, INSERT, UPDATE, UPSERT
 from lakemirror.landing import sequence_file_name
@@ -24,6 +25,7 @@ from lakemirror.landing import sequence_file_name
 MARKERS: dict[Op, int] = {"insert": INSERT, "update": UPDATE, "delete": DELETE,
                           "upsert": UPSERT}
 ROW_GROUP_ROWS = 100_000
+CHUNK_ROWS = 1_000_000  # rows made at once (~150 MB): a file of any size in bounded memory
 FRESH_UPSERT_SHARE = 0.5
 
 
@@ -52,21 +54,41 @@ def _generate_table(zone: Path, name: str, spec: BenchSpec, index: int) -> Gener
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": [KEY]}))
     rng = np.random.default_rng([spec.seed, index])
     alive = np.zeros(spec.table_rows + spec.files * spec.changes_per_file + 1, dtype=np.bool_)
-    initial = np.arange(1, spec.table_rows + 1, dtype=np.int64)
-    alive[initial] = True
-    batches = [(initial, np.full(spec.table_rows, INSERT, dtype=np.int32))]
+    alive[1:spec.table_rows + 1] = True
+    files = [_write_file(folder, 1, (spec.seed, index), _initial_load(spec.table_rows))]
     next_key = spec.table_rows + 1
-    for _ in range(spec.files):
+    for sequence in range(2, spec.files + 2):
         keys, markers = _plan_file(rng, spec, alive, next_key)
         next_key = max(next_key, int(keys.max()) + 1)
-        batches.append((keys, markers))
-    files = []
-    for sequence, (keys, markers) in enumerate(batches, start=1):
-        path = folder / sequence_file_name(sequence)
-        pq.write_table(change_rows(rng, keys, markers), path, row_group_size=ROW_GROUP_ROWS)
-        files.append(path)
-    rows = sum(len(keys) for keys, _ in batches)
+        files.append(_write_file(folder, sequence, (spec.seed, index),
+                                 [(keys, markers)]))
+    rows = spec.table_rows + spec.files * spec.changes_per_file
     return GeneratedTable(name=name, folder=folder, files=tuple(files), change_rows=rows)
+
+
+def _initial_load(rows: int) -> Iterator[tuple[Keys, Markers]]:
+    """Keys 1..`rows`, all inserts, a chunk at a time."""
+    for start in range(1, rows + 1, CHUNK_ROWS):
+        keys = np.arange(start, min(start + CHUNK_ROWS, rows + 1), dtype=np.int64)
+        yield keys, np.full(len(keys), INSERT, dtype=np.int32)
+
+
+def _write_file(folder: Path, sequence: int, table_seed: tuple[int, int],
+                planned: Iterable[tuple[Keys, Markers]]) -> Path:
+    """Write change file `sequence` from its planned keys and markers, its rows made
+    `CHUNK_ROWS` at a time (bounded memory), each chunk's values drawn from a generator seeded
+    by the table, the file and the chunk's number, so the same spec gives the same file."""
+    path = folder / sequence_file_name(sequence)
+    chunk_number = 0
+    with pq.ParquetWriter(path, SCHEMA) as writer:
+        for keys, markers in planned:
+            for start in range(0, len(keys), CHUNK_ROWS):
+                rng = np.random.default_rng([*table_seed, sequence, chunk_number])
+                chunk = slice(start, start + CHUNK_ROWS)
+                writer.write_table(change_rows(rng, keys[chunk], markers[chunk]),
+                                   row_group_size=ROW_GROUP_ROWS)
+                chunk_number += 1
+    return path
 
 
 def _plan_file(rng: np.random.Generator, spec: BenchSpec, alive: npt.NDArray[np.bool_],

@@ -24,37 +24,52 @@ class Verification:
     compared_rows: int = 0
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What verification compares of a table: its column names, all its keys, and its rows of
+    (at least) the keys whose values are compared; so a table too large for memory can be
+    compared a part at a time, read once as a stream (key_buckets.py)."""
+
+    column_names: list[str]
+    keys: npt.NDArray[np.generic]
+    rows: pa.Table
+
+    @classmethod
+    def of(cls, table: pa.Table, key: str) -> Seen:
+        return cls(table.column_names, table[key].to_numpy(), table)
+
+
 def verify(expected: pa.Table, actual: pa.Table, sample: int | None = 1_000, seed: int = 7,
            *, key: str = KEY, changed_keys: pa.Array | None = None) -> Verification:
     """Check row counts and the full key sets, then the values of `sample` keys (all keys when
     None), half of them drawn from `changed_keys` when given. `_lm_*` columns are ignored and
     actual columns are cast to the expected types before comparing."""
-    columns = _data_columns(expected)
+    picked = pick_keys(expected[key], sample, seed, changed_keys)
+    return compare(Seen.of(expected, key), Seen.of(actual, key), picked, key=key)
+
+
+def compare(expected: Seen, actual: Seen, picked: pa.Array, *, key: str = KEY) -> Verification:
+    """`verify` on what was seen of both tables, comparing the values of the `picked` keys."""
+    columns = _data_columns(expected.column_names)
     missing = [name for name in columns if name not in actual.column_names]
-    extra = [name for name in _data_columns(actual) if name not in columns]
+    extra = [name for name in _data_columns(actual.column_names) if name not in columns]
     if missing or extra:
         return Verification(False, f"columns differ: missing {missing}, unexpected {extra}")
-    keys_differ = _key_difference(_sorted_keys(expected[key]), _sorted_keys(actual[key]))
+    keys_differ = _key_difference(np.sort(expected.keys), np.sort(actual.keys))
     if keys_differ:
         return Verification(False, keys_differ)
-    picked = _pick_keys(expected[key], sample, seed, changed_keys)
-    want = _rows_of(expected.select(columns), key, picked)
-    got = _rows_of(actual.select(columns), key, picked)
+    want = _rows_of(expected.rows.select(columns), key, picked)
+    got = _rows_of(actual.rows.select(columns), key, picked)
     for name in columns:
         difference = _column_difference(want, got, name, key)
         if difference:
             return Verification(False, difference, want.num_rows)
-    return Verification(True, f"{expected.num_rows} rows match ({want.num_rows} compared)",
+    return Verification(True, f"{len(expected.keys)} rows match ({want.num_rows} compared)",
                         want.num_rows)
 
 
-def _data_columns(table: pa.Table) -> list[str]:
-    return [name for name in table.column_names
-            if name != ROW_MARKER and not name.startswith(IGNORED_PREFIX)]
-
-
-def _sorted_keys(keys: pa.ChunkedArray) -> npt.NDArray[np.generic]:
-    return np.sort(keys.to_numpy())
+def _data_columns(names: list[str]) -> list[str]:
+    return [name for name in names if name != ROW_MARKER and not name.startswith(IGNORED_PREFIX)]
 
 
 def _key_difference(want: npt.NDArray[np.generic], got: npt.NDArray[np.generic]) -> str:
@@ -71,8 +86,8 @@ def _key_difference(want: npt.NDArray[np.generic], got: npt.NDArray[np.generic])
     return f"{counts}: key {duplicated[0].item()!r} appears more than once"
 
 
-def _pick_keys(keys: pa.ChunkedArray, sample: int | None, seed: int,
-               changed_keys: pa.Array | None) -> pa.Array:
+def pick_keys(keys: pa.ChunkedArray, sample: int | None, seed: int,
+               changed_keys: pa.Array | None = None) -> pa.Array:
     """`sample` distinct expected keys, deterministic for `seed`; all keys when None."""
     every = keys.combine_chunks()
     if sample is None or sample >= len(every):

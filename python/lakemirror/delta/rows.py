@@ -64,6 +64,14 @@ def read_table(path: Location) -> pa.Table:
         return _sql(table, "select * from delta_table")
 
 
+def stream_table(path: Location) -> pa.RecordBatchReader:
+    """All rows of the Delta table at `path` as a stream of batches (bounded memory), through
+    delta-rs's SQL engine, which applies any feature; text comes as views (`without_views`)."""
+    result = QueryBuilder().register("delta_table", delta_table(path)).execute(
+        "select * from delta_table")
+    return pa.RecordBatchReader.from_stream(result)
+
+
 def without_views(rows: pa.Table) -> pa.Table:
     """`rows` with the view types delta-rs's SQL engine returns (string_view, binary_view)
     cast to plain string and binary: Arrow cannot join, look up or sort on views."""
