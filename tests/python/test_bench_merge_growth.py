@@ -62,6 +62,10 @@ def test_the_options_reach_the_figure_and_it_is_off_by_default(tmp_path, monkeyp
     assert result.exit_code == 0, result.output
     assert given["merge_growth_rows"] == (1_000_000, 10_000_000)
     assert given["merge_growth_changes"] == 500
+    assert given["merge_growth_copy_on_write"] is True
+    CliRunner().invoke(bench_command, ["--merge-growth", "1000", "--no-merge-growth-copy-on-write",
+                                       "--dir", str(tmp_path)])
+    assert given["merge_growth_copy_on_write"] is False
     assert Figures().merge_growth_rows == () and Figures.smoke().merge_growth_rows == ()
     assert command._merge_growth(None, Figures(), tmp_path, print) is None
     for value, message in (("1000,lots", "not a comma-separated list"),
@@ -115,3 +119,16 @@ def test_growth_is_each_size_over_its_modes_smallest():
     assert text.count("verified in full: ok") == 4
     failed = dataclasses.replace(growth.sizes[0], verified=False, verification="2 rows missing")
     assert "NOT verified in full: 2 rows missing" in MergeGrowth(10, (failed,)).text()
+
+
+def test_copy_on_write_is_measured_unless_turned_off(tmp_path, monkeypatch):
+    measured = []
+    monkeypatch.setattr(merge_growth, "measure_merge_growth",
+                        lambda directory, spec, rows, changes, modes, progress, **limit:
+                        measured.append(modes) or MergeGrowth(changes, ()))
+    result = type("Result", (), {"spec": None, "memory_limit_gb": None})()
+    for copy_on_write in (True, False):
+        command._merge_growth(result, Figures(merge_growth_rows=(1_000,),
+                                              merge_growth_copy_on_write=copy_on_write),
+                              tmp_path, print)
+    assert measured == [((), command.COPY_ON_WRITE), ((),)]

@@ -113,6 +113,10 @@ def _sizes(context: click.Context, parameter: click.Parameter,
                    "each run's seconds, phases and peak RSS, and how the merge grows [off].")
 @click.option("--merge-growth-changes", type=click.IntRange(min=1), default=None,
               help="Changes per change file of --merge-growth [100,000; smoke 100].")
+@click.option("--merge-growth-copy-on-write/--no-merge-growth-copy-on-write",
+              "merge_growth_copy_on_write", default=True, show_default=True,
+              help="Also measure --merge-growth copy-on-write (minutes per run at 100,000,000 "
+                   "rows).")
 @click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
@@ -131,6 +135,7 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           wide_changes: int | None, storage: bool, storage_files: int | None,
           storage_rows: int | None, storage_changes: int | None, object_warehouse: bool,
           merge_growth_rows: tuple[int, ...] | None, merge_growth_changes: int | None,
+          merge_growth_copy_on_write: bool,
           plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
@@ -164,7 +169,8 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             wide_changes=wide_changes,
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,
             storage_changes=storage_changes, object_warehouse=object_warehouse,
-            merge_growth_rows=merge_growth_rows, merge_growth_changes=merge_growth_changes)
+            merge_growth_rows=merge_growth_rows, merge_growth_changes=merge_growth_changes,
+            merge_growth_copy_on_write=merge_growth_copy_on_write)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)

@@ -186,7 +186,8 @@ def _merge_growth(result: BenchResult, figures: Figures, directory: Path,
         return None
     growth = measure_merge_growth(directory / "merge-growth", result.spec,
                                   figures.merge_growth_rows, figures.merge_growth_changes,
-                                  ((), COPY_ON_WRITE), progress,
+                                  ((), COPY_ON_WRITE) if figures.merge_growth_copy_on_write
+                                  else ((),), progress,
                                   memory_limit_gb=result.memory_limit_gb)
     return growth.as_dict(), growth.text()
 

@@ -27,6 +27,7 @@ class Figures:
     landing_zone: str | None = None  # an object-store URL to publish the zone under
     merge_growth_rows: tuple[int, ...] = ()  # table sizes; off by default (100M rows: minutes)
     merge_growth_changes: int = 100_000
+    merge_growth_copy_on_write: bool = True  # also without deletion vectors
 
     @classmethod
     def smoke(cls) -> Figures:
