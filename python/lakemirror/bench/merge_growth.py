@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -190,10 +189,11 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
     """The initial load, then each change file landed and applied by its own timed run."""
     from deltalake import DeltaTable
 
+    from lakemirror.bench.runner import link_tree
     from lakemirror.delta.listed_features import listed_features
 
     zone = workdir / "LandingZone"
-    shutil.copytree(table.folder.parent, zone, copy_function=os.link)
+    link_tree(table.folder.parent, zone)
     pending = workdir / "pending"
     pending.mkdir()
     changes = [zone / table.name / path.name for path in table.files[1:]]
