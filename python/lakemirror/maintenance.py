@@ -25,6 +25,8 @@ from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.monitor import applied_positions
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
+from lakemirror.errors import StorageError
+from lakemirror.proof.verify import mirror_comparison
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
 from lakemirror.staging.layout import Warehouse
@@ -69,7 +71,8 @@ def maintain_tables(layout: Warehouse, names: Sequence[str], *,
     results = []
     for name in names:
         progress(f"maintain {name}")
-        results.append(_maintain_table(layout, name, _consumed(layout, applied, name)))
+        results.append(_maintain_table(layout, name, _consumed(layout, applied, name),
+                                       applied.get(name, 0)))
     _stamp(layout, names, time.time())
     return results
 
@@ -100,7 +103,8 @@ def due_tables(warehouse: Location, names: Sequence[str], *, hours: float | None
             if now - stamps.get(name, now if hours > 0 else 0.0) >= hours * 3600]
 
 
-def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMaintenance:
+def _maintain_table(layout: Warehouse, name: str, watermark: int,
+                    mirror_watermark: int) -> TableMaintenance:
     schema, table = split_qualified_name(name)
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
@@ -111,6 +115,7 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
                        "file records what it needs)")
     else:
         try:
+            _prove_before_folding(layout, name, watermark, mirror_watermark)
             folded = compact_staging(staging, mirrored, watermark, keys=staged_keys(staging),
                                      conditional_column=recorded[CONDITIONAL_KEY] or None,
                                      table=name)
@@ -133,6 +138,22 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int) -> TableMainte
             skipped.append(f"vacuum of {path.name}: {type(error).__name__}: {error}")
     return TableMaintenance(schema, table, folded.rows_before, folded.rows_after,
                             max(removed, 0), vacuumed, tuple(skipped))
+
+
+def _prove_before_folding(layout: Warehouse, name: str, watermark: int,
+                          mirror_watermark: int) -> None:
+    """Compaction replaces the changes that prove the mirror by the mirror's own rows: it goes
+    ahead only when the mirror equals their replay (when the mirror applied exactly them;
+    otherwise compaction itself leaves the table for later)."""
+    if watermark <= 0 or mirror_watermark != watermark:
+        return
+    comparison = mirror_comparison(layout, name, watermark)
+    if not comparison.ok:
+        raise StorageError(
+            f"the mirror differs from its staged changes ({comparison.missing} missing, "
+            f"{comparison.extra} extra, {comparison.changed} changed rows), so they were kept",
+            table=name, hint=f"see `lakemirror verify {name}`; `lakemirror resync {name} "
+                             "--snapshot ...` repairs it")
 
 
 def _stamps(layout: Warehouse) -> dict[str, float]:

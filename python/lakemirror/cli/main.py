@@ -14,6 +14,7 @@ from lakemirror.bench.cli import bench
 from lakemirror.cli.boundary import ErrorBoundary
 from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
+from lakemirror.cli.proof import verify
 from lakemirror.cli.status import status
 from lakemirror.errors import ConfigError, ExitCode
 from lakemirror.environment import read_settings
@@ -293,6 +294,7 @@ def doctor(readers: str | None, warehouse: Location | None, as_json: bool) -> No
 cli.add_command(bench)  # its options live with the benchmark
 cli.add_command(engine)
 cli.add_command(status)
+cli.add_command(verify)
 
 
 @cli.command()

@@ -15,6 +15,12 @@ def sql_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def datafusion_identifier(name: str) -> str:
+    """`name` as a quoted identifier of delta-rs's SQL engine (DataFusion): in double quotes,
+    a double quote inside doubled; quoted, its case is kept."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def jinja_string(value: str, *, safe: frozenset[str] = JINJA_SAFE) -> str:
     """`value` as a jinja string literal of `safe` characters only: any other character is a
     \\xNN, \\uNNNN or \\UNNNNNNNN escape, which jinja's lexer decodes back to it. So the literal

@@ -3,6 +3,7 @@ delta-rs's Arrow reader out: delta-rs's SQL engine then reads it and applies the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -107,6 +108,14 @@ def read_control_table(table: Location | DeltaTable) -> pa.Table:
 def query_table(table: Location | DeltaTable, query: str) -> pa.Table:
     """The result of a SQL query over a Delta table (named `delta_table` in it)."""
     return _sql(table if isinstance(table, DeltaTable) else delta_table(table), query)
+
+
+def query_tables(tables: Mapping[str, Location], query: str) -> pa.Table:
+    """The result of a SQL query over several Delta tables, each registered under its name."""
+    builder = QueryBuilder()
+    for name, path in tables.items():
+        builder = builder.register(name, delta_table(path))
+    return without_views(pa.RecordBatchReader.from_stream(builder.execute(query)).read_all())
 
 
 def _sql(table: DeltaTable, query: str) -> pa.Table:

@@ -28,6 +28,7 @@ from lakemirror.delta.access import delta_table, is_delta_table, write_delta
 from lakemirror.delta.bookkeeping import bookkeeping_commit, bookkeeping_keys
 from lakemirror.delta.rows import read_table
 from lakemirror.errors import StorageError
+from lakemirror.staging.ingest import COMPACTED_KEY
 from lakemirror.landing import POSITION
 from lakemirror.staging.evolution import conform
 from lakemirror.storage.location import Location
@@ -68,7 +69,8 @@ def compact_staging(staging: Location, mirrored: Location, watermark: int, *, ke
     write_delta(staging, snapshot.sort_by(POSITION), mode="overwrite",
                     predicate=f"{POSITION} <= {int(watermark)}",
                     commit_properties=CommitProperties(
-                        custom_metadata={**kept, OPERATION_KEY: "compact"}))
+                        custom_metadata={**kept, OPERATION_KEY: "compact",
+                                         COMPACTED_KEY: str(int(watermark))}))
     return Compaction(applied.num_rows, snapshot.num_rows)
 
 

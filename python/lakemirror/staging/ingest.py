@@ -69,6 +69,7 @@ SIZE_KEY = "lakemirror.fileSize"
 ETAG_KEY = "lakemirror.fileETag"  # object stores only
 METADATA_COPY_KEY = "lakemirror.metadataCopy"  # `_metadata.json` and its ETag (object stores)
 MARK_COPY_KEY = "lakemirror.markCopy"  # the incarnation mark and its ETag (object stores)
+COMPACTED_KEY = "lakemirror.compactedThrough"  # staging compaction folded changes up to here
 Status = Literal["replicating", "waiting", "failed"]
 # A staging commit leaves deleting expired commits to `StagingTable.checkpoint`: delta-rs would
 # list the whole log after each commit to find them.
@@ -307,7 +308,7 @@ class StagingTable:
                     CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
                     INCARNATION_KEY: incarnation, SIZE_KEY: str(change_file.file.size),
                     **({} if change_file.file.etag is None
-                       else {ETAG_KEY: change_file.file.etag}), **(kept or {})}
+                       else {ETAG_KEY: change_file.file.etag}), **self._carried(), **(kept or {})}
         try:
             with read_ahead(batches()) as ahead:  # the next batches read while one is written
                 self._commit(write_parts(self.location, schema, ahead), plan, metadata)
@@ -324,6 +325,11 @@ class StagingTable:
                 hint="check that column types match the earlier files of this table") from error
         self.list_used_features()
         return rows
+
+    def _carried(self) -> dict[str, str]:
+        """What every commit carries on from the one before it: how far compaction folded."""
+        folded = self._last_commit().get(COMPACTED_KEY)
+        return {} if folded is None else {COMPACTED_KEY: str(folded)}
 
     def _commit(self, parts: list[AddAction], plan: SchemaPlan,
                 metadata: dict[str, str]) -> None:

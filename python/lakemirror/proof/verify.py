@@ -1,0 +1,190 @@
+"""`lakemirror verify`: prove each mirrored table (and its history table) is exactly what its
+staged changes imply.
+
+Per table, under its lock (so no run applies changes meanwhile): the changes up to the
+position the table's last applied batch recorded are replayed (`proof.replay`) and compared with
+the table, every column of every row (`proof.compare`). Staging compaction folds applied
+changes into the rows they made, after proving that the mirror equals their replay
+(`staging.compaction`), and records how far it folded: the mirror is proved as a whole, and the
+history versions that ended before that position, whose changes are gone, are named as not
+provable instead of compared. A source row count, when given, is compared with the replay at
+the file it was taken at, which tells the publisher's side from lakemirror's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
+from lakemirror.delta.access import delta_table, is_delta_table
+from lakemirror.delta.bookkeeping import bookkeeping_commit
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
+from lakemirror.errors import ConfigError, LakemirrorError
+from lakemirror.landing import POSITION
+from lakemirror.monitor import applied_positions
+from lakemirror.naming import qualified_name, split_qualified_name
+from lakemirror.proof.compare import Comparison, Sides, compare, compared_columns
+from lakemirror.proof.replay import (
+    STAGED,
+    ChangeLog,
+    change_log,
+    count_rows,
+    replayed_rows,
+    replayed_versions,
+)
+from lakemirror.proof.source_counts import SourceCheck, SourceCount, check_source
+from lakemirror.staging.ingest import COMPACTED_KEY, SEQUENCE_KEY
+from lakemirror.staging.layout import Warehouse
+from lakemirror.staging.lifecycle import staged_tables
+from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, table_locks
+from lakemirror.storage.location import Location
+
+MIRRORED, HISTORY = "mirrored", "history"  # names the tables are registered under
+VERSION_COLUMNS = ("_lm_valid_to", "_lm_is_current", "_lm_is_deleted")
+Status = Literal["ok", "differs", "failed"]
+
+
+@dataclass(frozen=True)
+class TableProof:
+    """What verifying one table found."""
+
+    schema: str
+    table: str
+    status: Status
+    applied_through: int = 0  # position of the last change the mirror applied
+    compacted_through: int = 0  # changes up to here were folded (proved then)
+    mirror: Comparison | None = None
+    history: Comparison | None = None
+    source: SourceCheck | None = None
+    missing_columns: tuple[str, ...] = ()  # staged columns the mirror lacks
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return qualified_name(self.schema, self.table)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """The locations one table's proof reads."""
+
+    staging: Location
+    mirrored: Location
+    history: Location
+    log: ChangeLog
+    compacted_through: int
+    last_staged: int  # sequence number of the last staged file
+    notes: list[str] = field(default_factory=list)
+
+
+def verify(warehouse: Location, tables: Sequence[str] = (), *,
+           source_counts: Mapping[str, SourceCount] | None = None,
+           lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+           lease_seconds: float = DEFAULT_LEASE_SECONDS,
+           progress: Callable[[str], None] = lambda message: None) -> list[TableProof]:
+    """Verify the named staged tables ('schema.table'), or all of them."""
+    layout = Warehouse(warehouse)
+    known = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
+    unknown = [name for name in [*tables, *(source_counts or {})] if name not in known]
+    if unknown:
+        raise ConfigError(
+            f"no mirrored table {', '.join(sorted(set(unknown)))} in this warehouse",
+            hint=f"name one of: {', '.join(known) or '(none yet: run lakemirror first)'}")
+    names = [name for name in known if not tables or name in tables]
+    with table_locks(layout.storage, names, timeout=lock_timeout, progress=progress,
+                     lease_seconds=lease_seconds):
+        applied = applied_positions(layout)
+        proofs = []
+        for name in names:
+            progress(f"verify {name}")
+            proofs.append(_verify_table(layout, name, applied, (source_counts or {}).get(name)))
+        return proofs
+
+
+def _verify_table(layout: Warehouse, name: str, applied: Mapping[str, int],
+                  source: SourceCount | None) -> TableProof:
+    schema, table = split_qualified_name(name)
+    try:
+        tables = _tables(layout, schema, table)
+        through = applied.get(name, 0)
+        mirror, missing_columns = _compare_mirror(tables, through)
+        history = _compare_history(tables, applied.get(history_relation(schema, table), 0))
+        checked = None if source is None else check_source(
+            source, tables.staging, tables.log, tables.compacted_through,
+            last_staged=tables.last_staged, mirror_ok=mirror.ok and not missing_columns)
+    except LakemirrorError as error:
+        return TableProof(schema, table, "failed", error=str(error))
+    except Exception as error:  # delta-rs and its SQL engine raise plain exceptions
+        return TableProof(schema, table, "failed", error=f"{type(error).__name__}: {error}")
+    differs = (not mirror.ok or missing_columns or (history is not None and not history.ok)
+               or (checked is not None and not checked.ok))
+    return TableProof(schema, table, "differs" if differs else "ok", through,
+                      tables.compacted_through, mirror, history, checked, missing_columns,
+                      tuple(tables.notes))
+
+
+def mirror_comparison(layout: Warehouse, name: str, through: int) -> Comparison:
+    """The mirrored table `name` against the replay of its staged changes up to `through`
+    (staged columns it lacks count as changed rows)."""
+    tables = _tables(layout, *split_qualified_name(name))
+    comparison, missing_columns = _compare_mirror(tables, through)
+    if missing_columns and comparison.ok:
+        return Comparison(comparison.expected_rows, comparison.actual_rows, 0, 0,
+                          comparison.expected_rows)
+    return comparison
+
+
+def _tables(layout: Warehouse, schema: str, table: str) -> _Tables:
+    staging = layout.staging_path(schema, table)
+    recorded = bookkeeping_commit(delta_table(staging))
+    return _Tables(staging, layout.mirrored_path(schema, table),
+                   layout.mirrored_path(schema, table + HISTORY_SUFFIX), change_log(staging),
+                   int(recorded.get(COMPACTED_KEY) or 0), int(recorded.get(SEQUENCE_KEY) or 0))
+
+
+def _compare_mirror(tables: _Tables, through: int) -> tuple[Comparison, tuple[str, ...]]:
+    """The mirror against the replay of the changes it applied; and the staged columns it
+    lacks."""
+    expected = replayed_rows(tables.log, through)
+    if not is_delta_table(tables.mirrored):
+        tables.notes.append("the mirrored table does not exist (yet)")
+        rows = count_rows({STAGED: tables.staging}, expected)
+        return Comparison(rows, 0, rows, 0, 0), ()
+    actual = [field.name for field in delta_table(tables.mirrored).schema().fields]
+    data = (POSITION, *tables.log.data_columns)
+    columns = compared_columns(data, actual)
+    _note_unverified(tables, actual, data)
+    sides = Sides({STAGED: tables.staging, MIRRORED: tables.mirrored}, expected,
+                  f"select * from {MIRRORED}", POSITION, columns[1:], tables.log.keys)
+    return compare(sides), tuple(name for name in data if name not in columns)
+
+
+def _compare_history(tables: _Tables, through: int) -> Comparison | None:
+    """The history table against the versions its applied changes imply (None without one).
+    Versions that ended at or before the compaction's position are not compared."""
+    if not is_delta_table(tables.history):
+        return None
+    actual = [field.name for field in delta_table(tables.history).schema().fields]
+    columns = compared_columns((*tables.log.data_columns, *VERSION_COLUMNS), actual)
+    provable = ""
+    if tables.compacted_through:
+        provable = (f' where "_lm_valid_to" is null '
+                    f'or "_lm_valid_to" > {int(tables.compacted_through)}')
+        tables.notes.append(
+            f"history versions that ended at or before position {tables.compacted_through} "
+            "are not compared: staging compaction folded the changes that made them")
+    sides = Sides({STAGED: tables.staging, HISTORY: tables.history},
+                  replayed_versions(tables.log, through), f"select * from {HISTORY}{provable}",
+                  "_lm_valid_from", columns, tables.log.keys)
+    return compare(sides)
+
+
+def _note_unverified(tables: _Tables, actual: Sequence[str], data: Sequence[str]) -> None:
+    """Name the mirror's columns no staged change holds (a model edited to add them)."""
+    extra = [name for name in actual if name not in data]
+    if extra:
+        tables.notes.append(f"columns not compared (no staged change holds them): "
+                            f"{', '.join(extra)}")
