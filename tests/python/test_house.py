@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "codegen project",
     "dbt_runner table_scope status binding recovery generated_macros",
     "table_outcome monitor",
+    "proof",  # verify and resync's staging: above what they read, below maintenance
     "idle maintenance",
     "run",
     "service",
