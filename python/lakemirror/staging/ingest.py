@@ -302,13 +302,8 @@ class StagingTable:
                 rows += len(batch)
                 yield conform(batch, schema)
 
-        metadata = {SEQUENCE_KEY: str(change_file.file.sequence),
-                    FILE_KEY: change_file.file.path.name,
-                    KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
-                    CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
-                    INCARNATION_KEY: incarnation, SIZE_KEY: str(change_file.file.size),
-                    **({} if change_file.file.etag is None
-                       else {ETAG_KEY: change_file.file.etag}), **self._carried(), **(kept or {})}
+        metadata = {**_file_bookkeeping(change_file, incarnation),
+                    **carried_on(self._last_commit()), **(kept or {})}
         try:
             with read_ahead(batches()) as ahead:  # the next batches read while one is written
                 self._commit(write_parts(self.location, schema, ahead), plan, metadata)
@@ -325,11 +320,6 @@ class StagingTable:
                 hint="check that column types match the earlier files of this table") from error
         self.list_used_features()
         return rows
-
-    def _carried(self) -> dict[str, str]:
-        """What every commit carries on from the one before it: how far compaction folded."""
-        folded = self._last_commit().get(COMPACTED_KEY)
-        return {} if folded is None else {COMPACTED_KEY: str(folded)}
 
     def _commit(self, parts: list[AddAction], plan: SchemaPlan,
                 metadata: dict[str, str]) -> None:
@@ -389,6 +379,21 @@ class StagingTable:
             return SchemaPlan(staged, staged)
         return plan_schema(staged, change_file.schema, table=change_file.table.qualified_name,
                            file=str(change_file.file.path))
+
+
+def _file_bookkeeping(change_file: ChangeFile, incarnation: str) -> dict[str, str]:
+    """The bookkeeping a file's staging commit records of it."""
+    return {SEQUENCE_KEY: str(change_file.file.sequence), FILE_KEY: change_file.file.path.name,
+            KEYS_KEY: json.dumps(list(change_file.metadata.key_columns)),
+            CONDITIONAL_KEY: change_file.metadata.conditional_column or "",
+            INCARNATION_KEY: incarnation, SIZE_KEY: str(change_file.file.size),
+            **({} if change_file.file.etag is None else {ETAG_KEY: change_file.file.etag})}
+
+
+def carried_on(last: Mapping[str, Any]) -> dict[str, str]:
+    """What a staging commit carries on from the one before it: how far compaction folded."""
+    folded = last.get(COMPACTED_KEY)
+    return {} if folded is None else {COMPACTED_KEY: str(folded)}
 
 
 def _changed_file(table: LandingTable, entry: Entry, was: tuple[int, str]) -> ChangedFileError:
