@@ -69,6 +69,11 @@ class RefusedError(LakemirrorError):
     error_class: Literal["user", "system"] = "user"
 
 
+class SnapshotError(RefusedError):
+    """A snapshot given to `lakemirror resync` does not fit its table (columns, types, keys),
+    or the table cannot take one: refused before anything is written (exit code 3)."""
+
+
 class LandingZoneError(LakemirrorError):
     """A landing-zone file or folder breaks the open mirroring contract."""
 

@@ -14,7 +14,7 @@ from lakemirror.bench.cli import bench
 from lakemirror.cli.boundary import ErrorBoundary
 from lakemirror.cli.engine import cli_settings, engine
 from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
-from lakemirror.cli.proof import verify
+from lakemirror.cli.proof import resync, verify
 from lakemirror.cli.status import status
 from lakemirror.errors import ConfigError, ExitCode
 from lakemirror.environment import read_settings
@@ -295,6 +295,7 @@ cli.add_command(bench)  # its options live with the benchmark
 cli.add_command(engine)
 cli.add_command(status)
 cli.add_command(verify)
+cli.add_command(resync)
 
 
 @cli.command()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from lakemirror.cli.engine import cli_settings
-from lakemirror.cli.locations import WAREHOUSE
+from lakemirror.cli.locations import LOCATION, PATH, WAREHOUSE
 from lakemirror.errors import ExitCode
 from lakemirror.storage.location import Location
 
@@ -47,3 +47,41 @@ def verify(tables: tuple[str, ...], warehouse: Location, source_counts: Path | N
     click.echo(to_json(proofs) if as_json else to_text(proofs))
     healthy = all(proof.status == "ok" for proof in proofs)
     sys.exit(ExitCode.HEALTHY if healthy else ExitCode.FAILED)
+
+
+@click.command(name="resync")
+@click.argument("table", metavar="SCHEMA.TABLE")
+@click.option("--snapshot", required=True, metavar="PATH|URL",
+              help="A full export of the source table: a Parquet or CSV file (with a header "
+                   "line), or a folder of them, on disk or in object storage.")
+@click.option("--landing-zone", type=LOCATION, required=True, envvar="LAKEMIRROR_LANDING_ZONE",
+              help="Landing zone: a folder or a URL [env LAKEMIRROR_LANDING_ZONE].")
+@click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
+              help="Warehouse folder or URL [env LAKEMIRROR_WAREHOUSE].")
+@click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
+              help="dbt project (default: the current directory) [env LAKEMIRROR_PROJECT_DIR].")
+@click.option("--target", default="embedded", show_default=True, envvar="LAKEMIRROR_TARGET",
+              help="dbt target's name in the project's profiles [env LAKEMIRROR_TARGET].")
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              envvar="LAKEMIRROR_LOCK_TIMEOUT",
+              help="Seconds to wait for tables a run is working on [env LAKEMIRROR_LOCK_TIMEOUT].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def resync(table: str, snapshot: str, landing_zone: Location, warehouse: Location,
+           project_dir: Path | None, target: str, lock_timeout: float, as_json: bool) -> None:
+    """Make TABLE exactly the source's snapshot: keys it lacks are deleted, changed rows
+    updated, new keys inserted, equal rows untouched, as one batch of changes after the last
+    staged one, applied by a run of the table. Exit code 0 when the table is healthy after,
+    3 when the snapshot does not fit the table (nothing is written then)."""
+    from lakemirror.proof.resync import resync as resync_table
+    from lakemirror.run.log import silent
+    from lakemirror.service import RunSettings
+    from lakemirror.storage import parse_location
+
+    env = cli_settings()
+    settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target, env=env,
+                                 quiet=as_json, lock_timeout=lock_timeout)
+    done = resync_table(settings, table.lower(), parse_location(snapshot, storage=env.storage),
+                        progress=silent if as_json
+                        else lambda message: click.echo(message, err=True))
+    click.echo(done.to_json() if as_json else done.to_text())
+    sys.exit(ExitCode.HEALTHY if done.ok else ExitCode.FAILED)

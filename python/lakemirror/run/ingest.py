@@ -10,7 +10,7 @@ from lakemirror.delta.integrity import check_newest_commit
 from lakemirror.errors import CorruptTableError, LandingZoneError
 from lakemirror.landing import LandingTable
 from lakemirror.landing.detection import Settling
-from lakemirror.monitor import record_partner_events
+from lakemirror.monitor import applied_positions, record_partner_events
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.environment import SETTLE_SECONDS
@@ -49,7 +49,13 @@ def ingest(settings: RunSettings, log: RunLog, tables: list[LandingTable],
 
 
 def is_mirrored(layout: Warehouse, result: IngestResult) -> bool:
-    return is_delta_table(layout.mirrored_path(result.table.schema, result.table.name))
+    """Whether the table's mirrored table is there, holding the changes a resync staged after
+    its last file (then its applied position is read: the file's number does not show them)."""
+    if not is_delta_table(layout.mirrored_path(result.table.schema, result.table.name)):
+        return False
+    applied = 0 if result.resynced_through is None else applied_positions(layout).get(
+        result.table.qualified_name, 0)
+    return applied >= (result.resynced_through or 0)
 
 
 def damaged(layout: Warehouse, ingested: list[IngestResult]) -> dict[str, list[str]]:

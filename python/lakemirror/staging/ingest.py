@@ -70,6 +70,7 @@ ETAG_KEY = "lakemirror.fileETag"  # object stores only
 METADATA_COPY_KEY = "lakemirror.metadataCopy"  # `_metadata.json` and its ETag (object stores)
 MARK_COPY_KEY = "lakemirror.markCopy"  # the incarnation mark and its ETag (object stores)
 COMPACTED_KEY = "lakemirror.compactedThrough"  # staging compaction folded changes up to here
+RESYNC_THROUGH_KEY = "lakemirror.resyncThrough"  # the last position a resync staged
 Status = Literal["replicating", "waiting", "failed"]
 # A staging commit leaves deleting expired commits to `StagingTable.checkpoint`: delta-rs would
 # list the whole log after each commit to find them.
@@ -93,6 +94,7 @@ class IngestResult:
     error_type: str | None = None  # the failure's class, as reported
     damaged: bool = False  # its Delta log is damaged: the table is neither built nor attached
     landed: tuple[SequenceFile, ...] = ()  # the new files listed: staged now, or still waiting
+    resynced_through: int | None = None  # the last change a resync staged after the last file
 
 
 def ingest_table(table: LandingTable, warehouse: Warehouse, *,
@@ -121,7 +123,9 @@ def ingest_table(table: LandingTable, warehouse: Warehouse, *,
                             pending, None if error is None else str(error), error_class,
                             type(error).__name__ if isinstance(error, LakemirrorError) else None,
                             isinstance(error, CorruptTableError),
-                            (*detection.pending, *detection.blocked))
+                            (*detection.pending, *detection.blocked),
+                            None if status == "failed" or staged_files
+                            else _resynced_through(staging))
 
     try:
         if table.problem is not None:
@@ -275,14 +279,18 @@ class StagingTable:
             if was != (entry.size, entry.etag):
                 raise _changed_file(table, entry, was)
 
+    def recorded(self, key: str) -> Any:
+        """What the last bookkeeping commit recorded under `key` (None: nothing)."""
+        return self._last_commit().get(key)
+
     def incarnation(self) -> str | None:
         """The incarnation id of the table folder the staged files came from."""
-        recorded = self._last_commit().get(INCARNATION_KEY)
+        recorded = self.recorded(INCARNATION_KEY)
         return None if recorded is None else str(recorded)
 
     def kept(self, key: str) -> ControlCopy | None:
         """The control file copy the last commit kept under `key` (see `control_copy`)."""
-        return ControlCopy.from_kept(self._last_commit().get(key))
+        return ControlCopy.from_kept(self.recorded(key))
 
     def append(self, change_file: ChangeFile, incarnation: str,
                kept: Mapping[str, str] | None = None) -> int:
@@ -394,6 +402,12 @@ def carried_on(last: Mapping[str, Any]) -> dict[str, str]:
     """What a staging commit carries on from the one before it: how far compaction folded."""
     folded = last.get(COMPACTED_KEY)
     return {} if folded is None else {COMPACTED_KEY: str(folded)}
+
+
+def _resynced_through(staging: StagingTable) -> int | None:
+    """The last change position a resync staged after the last file (see `proof.resync`)."""
+    through = staging.recorded(RESYNC_THROUGH_KEY)
+    return None if through is None else int(through)
 
 
 def _changed_file(table: LandingTable, entry: Entry, was: tuple[int, str]) -> ChangedFileError:
