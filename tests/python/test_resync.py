@@ -26,7 +26,7 @@ from deltalake import DeltaTable
 from lakemirror.cli.main import cli
 from lakemirror.delta.rows import read_table
 from lakemirror.landing import POSITION
-from lakemirror.proof.resync import resync
+from lakemirror.proof.resync import stage_snapshot
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.compaction import OPERATION_KEY
 from lakemirror.storage.location import parse_location
@@ -154,10 +154,10 @@ def test_the_history_records_one_change_per_changed_key_at_the_resync_positions(
     snapshot = tmp_path / "snapshot.parquet"
     pq.write_table(pa.Table.from_pylist(list(rows.values()), schema=DATA), snapshot)
 
-    done = resync(service.settings, "dbo.t", parse_location(str(snapshot)),
-                  progress=lambda message: None)
-    assert done.ok and (done.staged.deleted, done.staged.updated, done.staged.inserted) == (1, 1, 1)
-    first, last = done.staged.first_position, done.staged.last_position
+    staged = stage_snapshot(service.settings.layout, "dbo.t", parse_location(str(snapshot)))
+    assert (staged.deleted, staged.updated, staged.inserted) == (1, 1, 1)
+    assert {status.status for status in service.run(["dbo.t"])} == {"replicating"}
+    first, last = staged.first_position, staged.last_position
     history = read_table(service.settings.warehouse / "dbo" / "t__history").to_pylist()
     opened = sorted((row["id"], row["v"]) for row in history
                     if first <= row["_lm_valid_from"] <= last)

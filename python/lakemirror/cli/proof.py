@@ -72,16 +72,21 @@ def resync(table: str, snapshot: str, landing_zone: Location, warehouse: Locatio
     updated, new keys inserted, equal rows untouched, as one batch of changes after the last
     staged one, applied by a run of the table. Exit code 0 when the table is healthy after,
     3 when the snapshot does not fit the table (nothing is written then)."""
-    from lakemirror.proof.resync import resync as resync_table
+    from lakemirror.naming import qualified_name
+    from lakemirror.proof.resync import Resynced, stage_snapshot
     from lakemirror.run.log import silent
-    from lakemirror.service import RunSettings
+    from lakemirror.service import MirrorService, RunSettings
     from lakemirror.storage import parse_location
 
-    env = cli_settings()
+    env, name = cli_settings(), table.lower()
     settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target, env=env,
                                  quiet=as_json, lock_timeout=lock_timeout)
-    done = resync_table(settings, table.lower(), parse_location(snapshot, storage=env.storage),
-                        progress=silent if as_json
-                        else lambda message: click.echo(message, err=True))
+    progress = silent if as_json else lambda message: click.echo(message, err=True)
+    staged = stage_snapshot(settings.layout, name, parse_location(snapshot, storage=env.storage),
+                            lock_timeout=lock_timeout, lease_seconds=env.lease_seconds,
+                            progress=progress)
+    statuses = MirrorService(settings, progress=progress).run([name])  # applies the batch
+    done = Resynced(staged, next((status for status in statuses
+                                  if qualified_name(status.schema, status.table) == name), None))
     click.echo(done.to_json() if as_json else done.to_text())
     sys.exit(ExitCode.HEALTHY if done.ok else ExitCode.FAILED)

@@ -1,11 +1,12 @@
 """`lakemirror resync`: a source snapshot applied as the table's state at its last staged change
 position S, as one batch of changes through the normal path.
 
-Under the table's lock: the snapshot is read and checked (`proof.snapshot`), compared with the
+`stage_snapshot`, under the table's lock: the snapshot is read and checked (`proof.snapshot`), compared with the
 replay of the staged changes up to S (and with the mirrored table when it applied exactly up to
 S: `proof.diff`), and its changes, a delete per key it lacks and an upsert per key it holds
 otherwise, are appended to the staging table in one Delta commit at positions S+1, S+2, ... in
-key order. Then, the lock released, a run of that one table applies them: the `mirror`
+key order. Then, the lock released, a run of that one table applies them (`lakemirror resync`
+in `cli.proof`): the `mirror`
 strategy MERGEs them and records the batch, the history model records them, and change files
 staged later apply on top. Exactly once by construction: the replay then holds the staged
 changes, so resyncing again with the same snapshot stages nothing and only applies what is
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from deltalake import CommitProperties
@@ -28,6 +28,7 @@ from lakemirror.contract import DELETE, ROW_MARKER, UPSERT
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_keys
 from lakemirror.delta.rows import query_tables, read_table
+from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.errors import ConfigError, SnapshotError
 from lakemirror.landing import POSITION, ROWS_PER_FILE
 from lakemirror.monitor import applied_positions
@@ -41,13 +42,10 @@ from lakemirror.staging.evolution import conform
 from lakemirror.staging.ingest import KEEP_EXPIRED_COMMITS, RESYNC_THROUGH_KEY
 from lakemirror.staging.layout import Warehouse
 from lakemirror.staging.lifecycle import staged_tables
-from lakemirror.staging.lock import HeldLocks, table_locks
+from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, HeldLocks, table_locks
 from lakemirror.staging.parts import write_parts
 from lakemirror.status import TableStatus
 from lakemirror.storage.location import Location
-
-if TYPE_CHECKING:
-    from lakemirror.run.settings import RunSettings
 
 SNAPSHOT_KEY = "lakemirror.snapshot"
 SNAPSHOT_ROWS_KEY = "lakemirror.snapshotRows"
@@ -69,8 +67,10 @@ class Staged:
     last_position: int | None = None
 
 
-def stage_snapshot(layout: Warehouse, name: str, location: Location, *, lock_timeout: float,
-                   lease_seconds: float, progress: Callable[[str], None]) -> Staged:
+def stage_snapshot(layout: Warehouse, name: str, location: Location, *,
+                   lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                   lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                   progress: Callable[[str], None] = lambda message: None) -> Staged:
     """Stage the changes the snapshot at `location` makes to table `name` ('schema.table')."""
     known = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
     if name not in known:
@@ -172,7 +172,8 @@ def _commit(staging: Location, schema: pa.Schema, rows: pa.Table, locks: HeldLoc
 
 @dataclass(frozen=True)
 class Resynced:
-    """A resync: what it staged, and the table's status after the run that applied it."""
+    """A resync: what it staged, and the table's status after the run that applied it (None:
+    the run did not report it)."""
 
     staged: Staged
     status: TableStatus | None
@@ -201,16 +202,3 @@ class Resynced:
         return (f"{staged.table}: resync from {staged.snapshot} ({staged.snapshot_rows} rows): "
                 f"{counts}; {where}\n{after}")
 
-
-def resync(settings: RunSettings, name: str, location: Location, *,
-           progress: Callable[[str], None]) -> Resynced:
-    """Stage the snapshot's changes to table `name`, then apply them with a run of that table
-    (and whatever else it has pending)."""
-    from lakemirror.service import MirrorService
-
-    staged = stage_snapshot(settings.layout, name, location, lock_timeout=settings.lock_timeout,
-                            lease_seconds=settings.env.lease_seconds, progress=progress)
-    statuses = MirrorService(settings, progress=progress).run([name])
-    found = [status for status in statuses
-             if qualified_name(status.schema, status.table) == name]
-    return Resynced(staged, found[0] if found else None)
