@@ -166,6 +166,8 @@ def test_the_history_records_one_change_per_changed_key_at_the_resync_positions(
     assert opened == [(4, "changed"), (50, "new")]
     assert ended == [(3, True), (4, False)]
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(rows.values())
+    assert run_cli("verify", "dbo.t", "--warehouse", str(service.settings.warehouse)
+                   ).exit_code == 0  # the history too
 
 
 @pytest.mark.slow
@@ -272,4 +274,40 @@ def test_a_killed_resync_leaves_the_old_or_the_new_state_and_the_next_run_finish
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
     assert run_cli(*resync_args(service, snapshot)).exit_code == 0
     assert resync_commits(service) == 1
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+
+
+@pytest.mark.slow
+def test_rows_changed_behind_lakemirrors_back_are_put_right(tmp_path):
+    """The mirror applied every staged change: the snapshot is compared with it too."""
+    _, service = mirrored(tmp_path)
+    mirror = DeltaTable(str(service.settings.warehouse / "dbo" / "t"))
+    mirror.delete("id = 12")
+    mirror.update({"v": "'tampered'"}, predicate="id = 13")
+    expected = sorted(apply_changes(FILES, ["id"]), key=lambda row: row["id"])
+    snapshot = tmp_path / "snapshot.parquet"
+    pq.write_table(pa.Table.from_pylist(expected, schema=DATA), snapshot)
+    result = run_cli(*resync_args(service, snapshot, "--json"))
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.output)["updated"], json.loads(result.output)["deleted"]) == (2, 0)
+    assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+    assert run_cli("verify", "dbo.t", "--warehouse", str(service.settings.warehouse)
+                   ).exit_code == 0
+
+
+@pytest.mark.slow
+def test_a_snapshot_folder_in_s3_resyncs(tmp_path, monkeypatch, s3_server):
+    import obstore
+
+    _, service = mirrored(tmp_path)
+    expected = source_state()
+    prefix = s3_server.fresh_prefix("snapshot")
+    local = write_snapshot(tmp_path / "snapshot", expected)
+    store = s3_server.store(prefix)
+    for name in ("part-0.parquet", "part-1.csv", "_SUCCESS"):
+        obstore.put(store, name, (local / name).read_bytes())
+    monkeypatch.setenv("LAKEMIRROR_STORAGE_OPTIONS", json.dumps(dict(s3_server.options)))
+    result = run_cli(*resync_args(service, s3_server.url(prefix)))
+    assert result.exit_code == 0, result.output
+    assert "3 deleted, 4 updated, 2 inserted" in result.output
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
