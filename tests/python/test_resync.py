@@ -203,7 +203,7 @@ def bad_snapshots(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         made[name] = (tmp_path / f"{name}.parquet", says)
 
     parquet("duplicate", pa.Table.from_pylist([*rows, rows[1]], schema=DATA),
-            "keys occur more than once in the snapshot, such as id=1")
+            "keys occur more than once in the snapshot, such as id=1 (1 such keys)")
     parquet("missing", pa.Table.from_pylist(rows, schema=DATA).drop_columns(["x"]),
             "missing 'x'")
     parquet("marker", pa.Table.from_pylist([{**row, M: 0} for row in rows], schema=SCHEMA),
@@ -225,8 +225,16 @@ def test_a_snapshot_that_does_not_fit_is_refused_with_nothing_written(tmp_path):
     versions = DeltaTable(str(staging)).version(), DeltaTable(str(mirror)).version()
     for name, (snapshot, says) in bad_snapshots(tmp_path / "bad").items():
         result = run_cli(*resync_args(service, snapshot))
-        assert result.exit_code != 0, name
+        assert result.exit_code == 3, name
         assert says in result.output and "dbo.t" in result.output, (name, result.output)
+    (tmp_path / "other_zone").mkdir()
+    fitting = tmp_path / "fitting.parquet"  # the table's own rows, less one
+    pq.write_table(pa.Table.from_pylist(apply_changes(FILES[:1], ["id"])[1:], schema=DATA),
+                   fitting)
+    wrong_zone = resync_args(service, fitting)
+    wrong_zone[wrong_zone.index("--landing-zone") + 1] = str(tmp_path / "other_zone")
+    result = run_cli(*wrong_zone)
+    assert result.exit_code == 3 and "mirrors the landing zone" in result.output
     assert (DeltaTable(str(staging)).version(), DeltaTable(str(mirror)).version()) == versions
 
 

@@ -72,6 +72,7 @@ def resync(table: str, snapshot: str, landing_zone: Location, warehouse: Locatio
     updated, new keys inserted, equal rows untouched, as one batch of changes after the last
     staged one, applied by a run of the table. Exit code 0 when the table is healthy after,
     3 when the snapshot does not fit the table (nothing is written then)."""
+    from lakemirror.binding import check_binding, zone_identity
     from lakemirror.naming import qualified_name
     from lakemirror.proof.resync import Resynced, stage_snapshot
     from lakemirror.run.log import silent
@@ -82,6 +83,7 @@ def resync(table: str, snapshot: str, landing_zone: Location, warehouse: Locatio
     settings = RunSettings.given(landing_zone, warehouse, project_dir, target=target, env=env,
                                  quiet=as_json, lock_timeout=lock_timeout)
     progress = silent if as_json else lambda message: click.echo(message, err=True)
+    check_binding(zone_identity(settings.given_zone), settings.zone, settings.layout)  # first
     staged = stage_snapshot(settings.layout, name, parse_location(snapshot, storage=env.storage),
                             lock_timeout=lock_timeout, lease_seconds=env.lease_seconds,
                             progress=progress)

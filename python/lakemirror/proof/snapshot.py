@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from lakemirror.errors import SnapshotError
 from lakemirror.landing.zone import LandingZone, open_zone
-from lakemirror.landing.zone_door import ZoneDoor, unsafe_entry
+from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.storage.location import Location
 
 FORMATS = {".parquet": "parquet", ".csv": "csv"}  # file name suffix → format
@@ -68,7 +68,10 @@ def _files(location: Location, target: Target) -> tuple[ZoneDoor, list[PurePath]
         found = [entry]
     for item in found:
         if item.kind != "file":
-            raise unsafe_entry(item, "a regular file", table=target.table)
+            raise SnapshotError(f"{item.path} is {item.what}, not a regular file",
+                                table=target.table, file=str(item.path),
+                                hint="give the real file: lakemirror never follows a link, "
+                                     "nor reads a FIFO or a device")
         _format(item.path, target)
     if not found:
         raise SnapshotError(f"snapshot folder {location} holds no data file",
@@ -158,9 +161,9 @@ def _check_keys(rows: pa.Table, target: Target, origin: str) -> None:
     twice = counts.filter(pc.greater(counts.column("count_all"), 1))
     if twice.num_rows:
         sample = twice.slice(0, 1).select(keys).to_pylist()[0]
-        raise SnapshotError(f"{twice.num_rows} keys occur more than once in the snapshot, "
-                            f"such as {_shown(sample, keys)}", table=target.table,
-                            file=origin, hint=hint)
+        raise SnapshotError(f"keys occur more than once in the snapshot, such as "
+                            f"{_shown(sample, keys)} ({twice.num_rows} such keys)",
+                            table=target.table, file=origin, hint=hint)
 
 
 def _shown(key: dict[str, object], names: Sequence[str]) -> str:
