@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from lakemirror.cli.main import cli
 from lakemirror.delta.rows import read_table
 from lakemirror.landing import POSITION
 from lakemirror.maintenance import maintain_tables
+from lakemirror.proof.diff import Diff, diff
 from lakemirror.proof.resync import stage_snapshot
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.compaction import OPERATION_KEY
@@ -324,3 +326,42 @@ def test_a_snapshot_folder_in_s3_resyncs(tmp_path, monkeypatch, s3_server):
     assert result.exit_code == 0, result.output
     assert "3 deleted, 4 updated, 2 inserted" in result.output
     assert mirrored_rows(service.settings.warehouse, "dbo", "t") == as_multiset(expected)
+
+
+def changes_of(found: Diff) -> list[dict[str, Any]]:
+    return [*({**row, M: 2} for row in found.deleted.to_pylist()),
+            *({**row, M: 4} for row in found.upserted.to_pylist())]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_diff_makes_any_state_the_snapshot_and_touches_only_what_differs(seed):
+    """Random states (duplicate keys, NULLs, NaN, nested values) against random snapshots:
+    the state with the diff applied (reference model) is the snapshot, and the keys left
+    alone are those the state holds once, equal in every column."""
+    chance = random.Random(seed)
+    values = [None, 1.0, float("nan"), 2.5]
+    nested = [None, {"a": 1, "b": [1, 2]}, {"a": None, "b": []}, {"a": 1, "b": [2, 1]}]
+
+    def row(key: int) -> dict[str, Any]:
+        return {"id": key, "x": chance.choice(values), "s": chance.choice(nested),
+                "m": chance.choice([None, [], [("k", 1)], [("k", 2)]])}
+
+    state = [row(chance.randrange(12)) for _ in range(chance.randrange(15))]
+    snapshot = [row(key) for key in chance.sample(range(12), chance.randrange(12))]
+    snapshot += [{**one, "id": 100 + index} for index, one in enumerate(state[:2])]
+    schema = pa.schema([("id", pa.int64()), ("x", pa.float64()),
+                        ("s", pa.struct([("a", pa.int64()), ("b", pa.list_(pa.int64()))])),
+                        ("m", pa.map_(pa.string(), pa.int64()))])
+    found = diff(pa.Table.from_pylist(snapshot, schema=schema),
+                 [pa.Table.from_pylist(state, schema=schema)], ["id"])
+
+    def canonical(rows: list[dict[str, Any]]) -> list[str]:
+        return sorted(json.dumps(one, sort_keys=True, default=str) for one in rows)
+
+    applied = apply_changes([changes_of(found)], ["id"], initial=state)
+    assert canonical(applied) == canonical(snapshot)
+    held = {key: [one for one in state if one["id"] == key] for key in {r["id"] for r in state}}
+    alone = {one["id"] for one in snapshot
+             if canonical(held.get(one["id"], [])) == canonical([one])}
+    assert found.unchanged == len(alone)
+    assert {one["id"] for one in found.upserted.to_pylist()}.isdisjoint(alone)

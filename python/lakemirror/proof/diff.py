@@ -18,6 +18,10 @@ from functools import reduce
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemirror.proof.equal import same_values
+
+INDEX = "index"  # a row's index, beside the renamed keys
+
 
 @dataclass(frozen=True)
 class Diff:
@@ -77,27 +81,31 @@ class _Names:
         return rows.group_by(self.key_names).aggregate([])
 
     def join(self, left: pa.Table, right: pa.Table, kind: str) -> pa.Table:
-        """The rows of `left` whose key `right` holds (`left semi`) or lacks (`left anti`)."""
-        return left.join(right.select(self.key_names), self.key_names, join_type=kind)
+        """The rows of `left` whose key `right` holds (`left semi`) or lacks (`left anti`),
+        in their order (joined on the keys alone: Arrow's joins carry no nested column)."""
+        found = self.indexed(left).join(right.select(self.key_names), self.key_names,
+                                        join_type=kind)
+        rows = found.column(INDEX)
+        return left.take(rows.take(pc.sort_indices(rows)))
+
+    def indexed(self, rows: pa.Table) -> pa.Table:
+        """The keys of `rows` and each row's index."""
+        return rows.select(self.key_names).append_column(
+            INDEX, pa.array(range(rows.num_rows), pa.int64()))
 
 
 def _clean_keys(snapshot: pa.Table, side: pa.Table, names: _Names) -> pa.Table:
     """The keys the side holds once, equal to the snapshot's row in every column."""
     keys = names.key_names
-    values = [name for name in snapshot.column_names if name not in keys]
-    joined = side.rename_columns([*keys, *(f"s{name}" for name in values)]).join(
-        snapshot, keys, join_type="inner")
-    equal = reduce(pc.and_, [_same(joined.column(f"s{name}"), joined.column(name))
-                             for name in values], pa.repeat(True, joined.num_rows))
-    grouped = joined.select(keys).append_column("equal", equal).group_by(keys).aggregate(
+    pairs = names.indexed(side).join(
+        names.indexed(snapshot).rename_columns([*keys, "snapshot_index"]), keys,
+        join_type="inner")
+    ours, theirs = pairs.column(INDEX), pairs.column("snapshot_index")
+    equal = reduce(pc.and_, [same_values(side.column(name).take(ours),
+                                         snapshot.column(name).take(theirs))
+                             for name in snapshot.column_names if name not in keys],
+                   pa.chunked_array([pa.repeat(True, pairs.num_rows)]))
+    grouped = pairs.select(keys).append_column("equal", equal).group_by(keys).aggregate(
         [("equal", "all"), ("equal", "count")])
     once = pc.and_(grouped.column("equal_all"), pc.equal(grouped.column("equal_count"), 1))
     return grouped.filter(once).select(keys)
-
-
-def _same(left: pa.ChunkedArray, right: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Per row whether two columns hold the same value (NULL equal to NULL, NaN to NaN)."""
-    same = pc.or_kleene(pc.equal(left, right), pc.and_(pc.is_null(left), pc.is_null(right)))
-    if pa.types.is_floating(left.type):
-        same = pc.or_kleene(same, pc.and_(pc.is_nan(left), pc.is_nan(right)))
-    return pc.fill_null(same, False)
