@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,8 +44,9 @@ def diff(snapshot: pa.Table, sides: Sequence[pa.Table], keys: Sequence[str]) -> 
     clean = reduce(lambda held, keys: names.join(held, keys, "left semi"),
                    [_clean_keys(ours, side, names) for side in theirs])
     dirty = names.join(ours, clean, "left anti")
-    inserted = names.join(dirty, names.distinct(theirs[0]), "left anti").num_rows
-    gone = [names.join(names.distinct(side), ours, "left anti") for side in theirs]
+    held = [names.distinct(side) for side in theirs]
+    inserted = names.join(dirty, held[0], "left anti").num_rows
+    gone = [names.join(keys, ours, "left anti") for keys in held]
     deleted = names.distinct(pa.concat_tables(gone))
     return Diff(names.named(deleted), names.named(dirty), inserted,
                 snapshot.num_rows - dirty.num_rows)
@@ -91,7 +93,7 @@ class _Names:
     def indexed(self, rows: pa.Table) -> pa.Table:
         """The keys of `rows` and each row's index."""
         return rows.select(self.key_names).append_column(
-            INDEX, pa.array(range(rows.num_rows), pa.int64()))
+            INDEX, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
 
 
 def _clean_keys(snapshot: pa.Table, side: pa.Table, names: _Names) -> pa.Table:

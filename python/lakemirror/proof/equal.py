@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import reduce
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,7 +38,7 @@ def _same_lists(left: pa.Array, right: pa.Array) -> pa.Array:
     ours, theirs = left.filter(comparable), right.filter(comparable)
     items = same_values(pc.list_flatten(ours), pc.list_flatten(theirs))
     differing = pc.filter(pc.list_parent_indices(ours), pc.invert(items))
-    equal = pc.invert(pc.is_in(pa.array(range(len(ours)), pa.int64()),
+    equal = pc.invert(pc.is_in(pa.array(np.arange(len(ours), dtype=np.int64)),
                                value_set=pc.cast(differing, pa.int64())))
     return pc.replace_with_mask(pa.repeat(False, len(left)), comparable, equal)
 
