@@ -365,3 +365,23 @@ def test_the_diff_makes_any_state_the_snapshot_and_touches_only_what_differs(see
              if canonical(held.get(one["id"], [])) == canonical([one])}
     assert found.unchanged == len(alone)
     assert {one["id"] for one in found.upserted.to_pylist()}.isdisjoint(alone)
+
+
+@pytest.mark.slow
+def test_a_table_of_a_warehouse_in_s3_resyncs(tmp_path, monkeypatch, s3_server):
+    from test_mistakes import FILES as MISTAKES_FILES
+    from test_object_mirror import object_mirror
+
+    setup = object_mirror(tmp_path, monkeypatch, s3_server)
+    assert setup.run().exit_code == 0
+    expected = [{"id": 1, "v": "source"}, {"id": 3, "v": "v3"}, {"id": 9, "v": "new"}]
+    assert apply_changes(MISTAKES_FILES[:2], ["id"]) == [{"id": 1, "v": "one"},
+                                                        {"id": 3, "v": "v3"}]
+    snapshot = tmp_path / "orders.csv"
+    snapshot.write_text("id,v\n1,source\n3,v3\n9,new\n")
+    result = setup.run("sales.orders", "--snapshot", str(snapshot), command="resync")
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.stdout)["updated"], json.loads(result.stdout)["inserted"]) == (1, 1)
+    assert mirrored_rows(setup.warehouse, "sales", "orders") == as_multiset(expected)
+    verified = run_cli("verify", "--warehouse", str(setup.warehouse))
+    assert verified.exit_code == 0, verified.output
