@@ -26,10 +26,12 @@ from deltalake import DeltaTable
 
 from lakemirror.cli.main import cli
 from lakemirror.delta.rows import read_table
+from lakemirror.errors import ConfigError, SnapshotError
 from lakemirror.landing import POSITION
 from lakemirror.maintenance import maintain_tables
 from lakemirror.proof.diff import Diff, diff
 from lakemirror.proof.resync import stage_snapshot
+from lakemirror.proof.snapshot import Target, read_snapshot
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.staging.compaction import OPERATION_KEY
 from lakemirror.storage.location import parse_location
@@ -385,3 +387,16 @@ def test_a_table_of_a_warehouse_in_s3_resyncs(tmp_path, monkeypatch, s3_server):
     assert mirrored_rows(setup.warehouse, "sales", "orders") == as_multiset(expected)
     verified = run_cli("verify", "--warehouse", str(setup.warehouse))
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_snapshot_that_is_not_there_is_a_usage_error(tmp_path):
+    target = Target("dbo.t", DATA, ("id",))
+    for missing in (tmp_path / "nope.parquet", tmp_path / "nope" / "x.parquet"):
+        with pytest.raises(ConfigError, match="does not exist"):
+            read_snapshot(missing, target)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SnapshotError, match="holds no data file"):
+        read_snapshot(tmp_path / "empty", target)
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(SnapshotError, match="neither Parquet nor CSV"):
+        read_snapshot(tmp_path / "notes.txt", target)

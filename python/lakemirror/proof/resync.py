@@ -1,14 +1,13 @@
 """`lakemirror resync`: a source snapshot applied as the table's state at its last staged change
 position S, as one batch of changes through the normal path.
 
-`stage_snapshot`, under the table's lock: the snapshot is read and checked (`proof.snapshot`), compared with the
-replay of the staged changes up to S (and with the mirrored table when it applied exactly up to
-S: `proof.diff`), and its changes, a delete per key it lacks and an upsert per key it holds
-otherwise, are appended to the staging table in one Delta commit at positions S+1, S+2, ... in
-key order. Then, the lock released, a run of that one table applies them (`lakemirror resync`
-in `cli.proof`): the `mirror`
-strategy MERGEs them and records the batch, the history model records them, and change files
-staged later apply on top. Exactly once by construction: the replay then holds the staged
+`stage_snapshot`, under the table's lock: the snapshot is read and checked (`proof.snapshot`),
+compared with the replay of the staged changes up to S (and with the mirrored table when it
+applied exactly up to S: `proof.diff`), and its changes, a delete per key it lacks and an
+upsert per key it holds otherwise, are appended to the staging table in one Delta commit at
+positions S+1, S+2, ... in key order. Then, the lock released, a run of that one table applies
+them (`lakemirror resync` in `cli.proof`): the `mirror` strategy MERGEs them and records the
+batch, the history model records them, and change files staged later apply on top. Exactly once by construction: the replay then holds the staged
 changes, so resyncing again with the same snapshot stages nothing and only applies what is
 pending; a crash before the commit leaves the old state, one after it leaves the commit for the
 next run (which sees it pending: `lakemirror.resyncThrough`).
@@ -20,6 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 from deltalake import CommitProperties
 from deltalake.transaction import AddAction, RemoveAction
@@ -34,9 +34,9 @@ from lakemirror.landing import POSITION, ROWS_PER_FILE
 from lakemirror.monitor import applied_positions
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.proof.diff import Diff, diff
-from lakemirror.proof.replay import STAGED, ChangeLog, change_log, replayed_rows
-from lakemirror.proof.snapshot import Snapshot, Target, read_snapshot
+from lakemirror.proof.replay import POSITION_SQL, STAGED, ChangeLog, change_log, replayed_rows
 from lakemirror.proof.high_water import with_high_water
+from lakemirror.proof.snapshot import Snapshot, Target, read_snapshot
 from lakemirror.staging.compaction import OPERATION_KEY
 from lakemirror.staging.evolution import conform
 from lakemirror.staging.ingest import KEEP_EXPIRED_COMMITS, RESYNC_THROUGH_KEY
@@ -98,7 +98,7 @@ def stage_snapshot(layout: Warehouse, name: str, location: Location, *,
             raise SnapshotError(f"{rows.num_rows} changes do not fit after position {last}",
                                 table=name, hint="land the snapshot's changes as a change file")
         _commit(staging, schema, rows.append_column(POSITION, pa.array(
-            range(last + 1, last + 1 + rows.num_rows), pa.int64())), locks, name, {
+            np.arange(last + 1, last + 1 + rows.num_rows, dtype=np.int64))), locks, name, {
             OPERATION_KEY: "resync", SNAPSHOT_KEY: snapshot.name,
             SNAPSHOT_ROWS_KEY: str(snapshot.rows.num_rows),
             RESYNC_THROUGH_KEY: str(last + rows.num_rows)})
@@ -108,7 +108,7 @@ def stage_snapshot(layout: Warehouse, name: str, location: Location, *,
 def _last_position(staging: Location) -> int:
     """S: the position of the last staged change."""
     found = query_tables({STAGED: staging},
-                         f'select max("{POSITION}") as lm_last from {STAGED}')
+                         f"select max({POSITION_SQL}) as lm_last from {STAGED}")
     return int(found.column("lm_last")[0].as_py() or 0)
 
 
@@ -167,7 +167,6 @@ def _commit(staging: Location, schema: pa.Schema, rows: pa.Table, locks: HeldLoc
         commit_properties=CommitProperties(custom_metadata={**bookkeeping_keys(table),
                                                             **metadata}))
     StagingTable(staging).checkpoint()
-
 
 
 @dataclass(frozen=True)

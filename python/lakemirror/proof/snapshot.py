@@ -6,7 +6,8 @@ It is read through the landing zone's doors (`landing.zone`, `landing.object_zon
 must be a regular file, opened without following a link; a URL is read with the storage options
 its location carries. Its columns must be the table's staged data columns, its values must cast
 to the staged types, and its keys must be unique and not NULL; anything else is a
-`SnapshotError` naming the table, the file and the fix, raised before anything is written. In a
+`SnapshotError` naming the table, the file and the fix, raised before anything is written (a
+snapshot that is not there is a `ConfigError`). In a
 text file an empty field is NULL, a quoted empty field ("") the empty string.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path, PurePath
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemirror.errors import SnapshotError
+from lakemirror.errors import ConfigError, SnapshotError
 from lakemirror.landing.zone import LandingZone, open_zone
 from lakemirror.landing.zone_door import ZoneDoor
 from lakemirror.storage.location import Location
@@ -50,7 +51,7 @@ def read_snapshot(location: Location, target: Target) -> Snapshot:
     """The snapshot at `location` (a file or a folder of files), checked against `target`."""
     door, files = _files(location, target)
     tables = [_cast(_read(door, path, target), target, str(path)) for path in files]
-    rows = pa.concat_tables(tables) if tables else target.schema.empty_table()
+    rows = pa.concat_tables(tables)
     _check_keys(rows, target, str(location))
     return Snapshot(str(location), rows)
 
@@ -58,10 +59,11 @@ def read_snapshot(location: Location, target: Target) -> Snapshot:
 def _files(location: Location, target: Target) -> tuple[ZoneDoor, list[PurePath]]:
     """The door that reads the snapshot and its data files (one, or those of its folder)."""
     door = _parent_door(location)
-    entry = door.entry(door.root / _name(location))
+    entry = (door.entry(door.root / _name(location))
+             if not isinstance(location, Path) or location.parent.is_dir() else None)
     if entry is None:
-        raise SnapshotError(f"snapshot {location} does not exist", table=target.table,
-                            hint="give the path or URL of a Parquet or CSV file, or a folder")
+        raise ConfigError(f"snapshot {location} does not exist",
+                          hint="give the path or URL of a Parquet or CSV file, or a folder")
     if entry.kind == "folder":
         found = [item for item in door.entries(entry.path) if not item.name.startswith(SKIPPED)]
     else:
@@ -90,8 +92,8 @@ def _parent_door(location: Location) -> ZoneDoor:
 def _name(location: Location) -> str:
     name = location.name
     if not name:
-        raise SnapshotError(f"snapshot {location} names no file or folder",
-                            hint="give the URL of a file or a folder below the bucket")
+        raise ConfigError(f"snapshot {location} names no file or folder",
+                          hint="give the URL of a file or a folder below the bucket")
     return name
 
 
