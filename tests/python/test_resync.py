@@ -191,9 +191,12 @@ def test_a_snapshot_below_a_keys_conditional_mark_is_refused(tmp_path):
             for row in apply_changes(FILES[:1], ["id"])]
     snapshot = tmp_path / "snapshot.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=DATA), snapshot)
+    staging = service.settings.layout.staging_path("dbo", "t")
+    version = DeltaTable(str(staging)).version()
     result = run_cli(*resync_args(service, snapshot))
     assert result.exit_code == 3
     assert "id=7" in result.output and "high-water mark" in result.output
+    assert DeltaTable(str(staging)).version() == version
 
 
 def bad_snapshots(tmp_path: Path) -> dict[str, tuple[Path, str]]:
