@@ -210,7 +210,7 @@ def bad_snapshots(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         made[name] = (tmp_path / f"{name}.parquet", says)
 
     parquet("duplicate", pa.Table.from_pylist([*rows, rows[1]], schema=DATA),
-            "keys occur more than once in the snapshot, such as id=1 (1 such keys)")
+            "keys occur more than once in the snapshot, such as id=1 (1 rows repeat a key)")
     parquet("missing", pa.Table.from_pylist(rows, schema=DATA).drop_columns(["x"]),
             "missing 'x'")
     parquet("marker", pa.Table.from_pylist([{**row, M: 0} for row in rows], schema=SCHEMA),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import reduce
 from pathlib import Path, PurePath
 
 import pyarrow as pa
@@ -159,12 +160,15 @@ def _check_keys(rows: pa.Table, target: Target, origin: str) -> None:
             raise SnapshotError(f"key column {key!r} is NULL in a row of the snapshot",
                                 table=target.table, file=origin, hint=hint)
     keys = list(target.keys)
-    counts = rows.select(keys).group_by(keys).aggregate([([], "count_all")])
-    twice = counts.filter(pc.greater(counts.column("count_all"), 1))
-    if twice.num_rows:
-        sample = twice.slice(0, 1).select(keys).to_pylist()[0]
+    ordered = rows.select(keys).take(pc.sort_indices(
+        rows.select(keys), sort_keys=[(key, "ascending") for key in keys]))
+    earlier, later = ordered.slice(0, max(ordered.num_rows - 1, 0)), ordered.slice(1)
+    repeats = reduce(pc.and_, [pc.equal(earlier.column(key), later.column(key)) for key in keys])
+    repeated = int(pc.sum(repeats).as_py() or 0)
+    if repeated:
+        sample = earlier.filter(repeats).slice(0, 1).to_pylist()[0]
         raise SnapshotError(f"keys occur more than once in the snapshot, such as "
-                            f"{_shown(sample, keys)} ({twice.num_rows} such keys)",
+                            f"{_shown(sample, keys)} ({repeated} rows repeat a key)",
                             table=target.table, file=origin, hint=hint)
 
 
