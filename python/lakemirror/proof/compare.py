@@ -2,9 +2,10 @@
 
 Rows are matched by the position of the change that wrote them (unique in a mirrored table,
 and in a history table as `_lm_valid_from`), in one full outer join of delta-rs's SQL engine:
-an expected row without its match is missing, a table row without one is extra, a matched
-pair that differs in any column (NULL equal to NULL) is changed. The counts come from one
-aggregate over the join; only when they show a difference is it read again for a few samples.
+an expected row without its match is missing, a table row without one (or a second one at
+the same position) is extra, a matched pair that differs in any column (NULL equal to NULL) is
+changed. One aggregate over the join tells whether the sides match; only when they do not is
+it read again, for the exact counts and a few samples.
 """
 
 from __future__ import annotations
@@ -19,6 +20,25 @@ from lakemirror.storage.location import Location
 
 SAMPLES = 5  # sample rows reported per kind of difference
 Kind = Literal["missing", "extra", "changed"]
+# What each count counts, over the joined rows (`_joined`).
+KINDS: dict[Kind, str] = {
+    "missing": "_lm_expected is not null and not _lm_actual_present",
+    "extra": "_lm_extra",
+    "changed": "_lm_expected is not null and _lm_actual_present and _lm_differs "
+               "and not _lm_extra",
+}
+COUNTED = {
+    "expected_rows": "_lm_expected is not null and not _lm_extra",
+    "actual_rows": "_lm_actual_present",
+    **KINDS,
+}
+# Enough to tell that the sides match, over `paired` (no numbering of table rows that share
+# an identity): every expected row paired once, no pair differing.
+QUICK = {
+    "actual_rows": "_lm_actual_present",
+    "missing": KINDS["missing"],
+    "differing": "_lm_expected is not null and _lm_actual_present and _lm_differs",
+}
 
 
 @dataclass(frozen=True)
@@ -63,68 +83,75 @@ class Sides:
 
 
 def compare(sides: Sides) -> Comparison:
-    """Compare the two sides (see `Sides`)."""
-    counts = query_tables(sides.tables, f"""
+    """Compare the two sides (see `Sides`): one aggregate over the join tells whether they
+    match; only when they do not is it read again for exact counts and samples."""
+    quick = query_tables(sides.tables, f"""
 {_joined(sides)}
-select count(distinct lm_expected) as expected_rows,
-       coalesce(sum(case when lm_actual_present then 1 else 0 end), 0) as actual_rows,
-       coalesce(sum(case when lm_expected is not null and not lm_actual_present
-                         then 1 else 0 end), 0) as missing,
-       coalesce(sum(case when lm_expected is not null and lm_actual_present and lm_differs
-                         then 1 else 0 end), 0) as changed
+select count(distinct _lm_expected) as expected_rows, {_sums(QUICK)}
+from paired""").to_pylist()[0]
+    expected, actual, missing, differing = (int(quick[name])
+                                            for name in ("expected_rows", *QUICK))
+    if not missing and not differing and actual == expected:
+        return Comparison(expected, actual, 0, 0, 0)
+    exact = query_tables(sides.tables, f"""
+{_joined(sides)}
+select {_sums(COUNTED)}
 from joined""").to_pylist()[0]
-    expected, actual = int(counts["expected_rows"]), int(counts["actual_rows"])
-    missing, changed = int(counts["missing"]), int(counts["changed"])
-    extra = actual - (expected - missing)
-    comparison = Comparison(expected, actual, missing, extra, changed)
-    if comparison.ok:
-        return comparison
-    return Comparison(expected, actual, missing, extra, changed, _samples(sides))
+    return Comparison(*(int(exact[name]) for name in COUNTED), samples=_samples(sides))
+
+
+def _sums(counted: Mapping[str, str]) -> str:
+    """Aggregates counting the rows where each condition holds."""
+    return ", ".join(f"coalesce(sum(case when {where} then 1 else 0 end), 0) as {name}"
+                     for name, where in counted.items())
 
 
 def _joined(sides: Sides) -> str:
-    """The CTE `joined`: the full outer join of both sides, with per column whether it
-    differs (`lm_differs_<i>`) and whether any does (`lm_differs`)."""
+    """The CTEs `paired`: the full outer join of both sides, with per column whether it
+    differs (`_lm_differs_<i>`) and whether any does (`_lm_differs`); and `joined`: `paired`,
+    where of several table rows at one expected row's identity, the first that matches it
+    (else one) pairs with it and the others are extra (`_lm_extra`)."""
     identity = quoted(sides.identity)
     differs = [f"(e.{quoted(name)} is distinct from a.{quoted(name)})" for name in sides.columns]
-    flags = "".join(f", {flag} as lm_differs_{index}" for index, flag in enumerate(differs))
-    values = "".join(f", e.{quoted(name)} as lm_expected_{index}, a.{quoted(name)} as "
-                     f"lm_actual_{index}" for index, name in enumerate(sides.columns))
-    keys = "".join(f", coalesce(e.{quoted(name)}, a.{quoted(name)}) as lm_key_{index}"
-                   for index, name in enumerate(sides.keys))
+    flags = "".join(f", {flag} as _lm_differs_{index}" for index, flag in enumerate(differs))
+    values = "".join(f", e.{quoted(name)} as _lm_expected_{index}, a.{quoted(name)} as "
+                     f"_lm_actual_{index}" for index, name in enumerate(sides.columns))
+    keys = "".join(f", e.{quoted(name)} as _lm_expected_key_{index}, a.{quoted(name)} as "
+                   f"_lm_actual_key_{index}" for index, name in enumerate(sides.keys))
     return f"""
-with joined as (
-    select e.{identity} as lm_expected, a.{identity} as lm_identity,
-           a.lm_present is not null as lm_actual_present,
-           ({" or ".join(differs) or "false"}) as lm_differs{flags}{values}{keys}
+with paired as (
+    select e.{identity} as _lm_expected, a.{identity} as _lm_identity,
+           a._lm_present is not null as _lm_actual_present,
+           ({" or ".join(differs) or "false"}) as _lm_differs{flags}{values}{keys}
     from ({sides.expected}) as e
-    full outer join (select *, true as lm_present from ({sides.actual}) as rows) as a
+    full outer join (select *, true as _lm_present from ({sides.actual}) as rows) as a
         on e.{identity} = a.{identity}
+),
+joined as (
+    select *, _lm_actual_present and (_lm_expected is null or row_number() over (
+        partition by _lm_expected order by _lm_differs) > 1) as _lm_extra
+    from paired
 )"""
 
 
 def _samples(sides: Sides) -> tuple[Sample, ...]:
     """A few rows of each kind of difference."""
-    kinds = {
-        "missing": "lm_expected is not null and not lm_actual_present",
-        "extra": "lm_expected is null and lm_actual_present",
-        "changed": "lm_expected is not null and lm_actual_present and lm_differs",
-    }
     rows = query_tables(sides.tables, f"""
 {_joined(sides)}
-{" union all ".join(f"select * from (select '{kind}' as lm_kind, * from joined where {where} "
-                    f"limit {SAMPLES}) as {kind}" for kind, where in kinds.items())}""")
+{" union all ".join(f"select * from (select '{kind}' as _lm_kind, * from joined where {where} "
+                    f"limit {SAMPLES}) as {kind}" for kind, where in KINDS.items())}""")
     return tuple(_sample(row, sides) for row in rows.to_pylist())
 
 
 def _sample(row: Mapping[str, Any], sides: Sides) -> Sample:
-    kind: Kind = row["lm_kind"]
-    position = row["lm_expected"] if kind != "extra" else row["lm_identity"]
-    key = {name: row[f"lm_key_{index}"] for index, name in enumerate(sides.keys)}
-    columns = {name: {"expected": row[f"lm_expected_{index}"],
-                      "actual": row[f"lm_actual_{index}"]}
+    kind: Kind = row["_lm_kind"]
+    side = "actual" if kind == "extra" else "expected"  # where the key is read
+    position = row["_lm_identity"] if kind == "extra" else row["_lm_expected"]
+    key = {name: row[f"_lm_{side}_key_{index}"] for index, name in enumerate(sides.keys)}
+    columns = {name: {"expected": row[f"_lm_expected_{index}"],
+                      "actual": row[f"_lm_actual_{index}"]}
                for index, name in enumerate(sides.columns)
-               if kind == "changed" and row[f"lm_differs_{index}"]}
+               if kind == "changed" and row[f"_lm_differs_{index}"]}
     return Sample(kind, position, key, columns)
 
 

@@ -69,21 +69,21 @@ def _surviving(log: ChangeLog, through: int) -> str:
 select e.{POSITION_SQL}
 from ({effective_changes(log, through)}) as e
 left join (
-    select {keys}, max({POSITION_SQL}) as lm_last_replacing
+    select {keys}, max({POSITION_SQL}) as _lm_last_replacing
     from ({effective_changes(log, through)}) as replacing
     where {MARKER_SQL} <> {INSERT}
     group by {keys}
 ) as r on {_same_key(log.keys, "e", "r")}
 where (e.{MARKER_SQL} <> {INSERT} and e.{MARKER_SQL} <> {DELETE}
-       and e.{POSITION_SQL} = r.lm_last_replacing)
+       and e.{POSITION_SQL} = r._lm_last_replacing)
    or (e.{MARKER_SQL} = {INSERT}
-       and (r.lm_last_replacing is null or e.{POSITION_SQL} > r.lm_last_replacing))"""
+       and (r._lm_last_replacing is null or e.{POSITION_SQL} > r._lm_last_replacing))"""
 
 
 def count_rows(tables: Mapping[str, Location], query: str) -> int:
     """The number of rows of a query over the Delta tables `tables`."""
-    counted = query_tables(tables, f"select count(*) as lm_rows from ({query}) as counted")
-    return int(counted["lm_rows"][0].as_py())
+    counted = query_tables(tables, f"select count(*) as _lm_rows from ({query}) as counted")
+    return int(counted["_lm_rows"][0].as_py())
 
 
 def replayed_versions(log: ChangeLog, through: int) -> str:
@@ -93,17 +93,17 @@ def replayed_versions(log: ChangeLog, through: int) -> str:
     columns = ", ".join(f"v.{quoted(name)}" for name in log.data_columns)
     keys = ", ".join(quoted(key) for key in log.keys) or "1"
     return f"""
-select {columns}, v.{POSITION_SQL} as "_lm_valid_from", v.lm_ended_at as "_lm_valid_to",
-       v.lm_ended_at is null as "_lm_is_current",
+select {columns}, v.{POSITION_SQL} as "_lm_valid_from", v._lm_ended_at as "_lm_valid_to",
+       v._lm_ended_at is null as "_lm_is_current",
        coalesce(ending.{MARKER_SQL} = {DELETE}, false) as "_lm_is_deleted"
 from (
     select *, min(case when {MARKER_SQL} <> {INSERT} then {POSITION_SQL} end) over (
         partition by {keys} order by {POSITION_SQL}
-        rows between 1 following and unbounded following) as lm_ended_at
+        rows between 1 following and unbounded following) as _lm_ended_at
     from ({effective_changes(log, through, wide=True)}) as changes
 ) as v
 left join ({effective_changes(log, through)}) as ending
-    on ending.{POSITION_SQL} = v.lm_ended_at
+    on ending.{POSITION_SQL} = v._lm_ended_at
 where v.{MARKER_SQL} <> {DELETE}"""
 
 
@@ -122,7 +122,7 @@ select changes.* from ({staged}) as changes
 left join (
     select {POSITION_SQL}, max({order}) over (
         partition by {keys} order by {POSITION_SQL}
-        rows between unbounded preceding and 1 preceding) as lm_high_water
+        rows between unbounded preceding and 1 preceding) as _lm_high_water
     from (
         select narrow.{POSITION_SQL}, {", ".join(f"narrow.{quoted(key)}" for key in log.keys)},
                narrow.{order}
@@ -132,8 +132,8 @@ left join (
             as several on {_same_key(log.keys, "narrow", "several")}
     ) as positioned
 ) as marks on marks.{POSITION_SQL} = changes.{POSITION_SQL}
-where changes.{MARKER_SQL} = {INSERT} or marks.lm_high_water is null
-   or (changes.{order} is not null and changes.{order} >= marks.lm_high_water)"""
+where changes.{MARKER_SQL} = {INSERT} or marks._lm_high_water is null
+   or (changes.{order} is not null and changes.{order} >= marks._lm_high_water)"""
 
 
 def _staged(through: int) -> str:
