@@ -52,9 +52,13 @@ def verify(warehouse: Path, *args: str) -> tuple[int, str]:
 def verified(warehouse: Path, *args: str) -> tuple[int, dict[str, Any]]:
     """`lakemirror verify --json`'s exit code and its one JSON document, by table name."""
     code, output = verify(warehouse, "--json", *args)
-    document = json.loads(output)
+    document = json.loads(output, parse_constant=strict_json)
     document["tables"] = {table["name"]: table for table in document["tables"]}
     return code, document
+
+
+def strict_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def differences(proof: dict[str, Any], part: str = "mirror") -> set[tuple[Any, ...]]:
@@ -273,3 +277,39 @@ def test_an_unknown_table_is_a_usage_error_naming_it(warehouse):
     assert result.exit_code == 2
     assert "no mirrored table sales.orders in this warehouse" in result.output
     assert "name one of: dbo.c, dbo.t" in result.output
+
+
+HOSTILE_KEY = 'k`e"y \' ü'
+HOSTILE = pa.schema([(HOSTILE_KEY, pa.string()), ("lm_present", pa.int64()),
+                     ("Mixed Case", pa.string()), ("f", pa.float64()),
+                     ("s", pa.struct([("x", pa.int64())])), (M, pa.int32())])
+
+
+@pytest.mark.slow
+def test_a_table_keyed_on_a_hostile_column_name_is_verified(tmp_path):
+    """Names with quotes, backticks, spaces and non-ASCII letters, mixed case, and names the
+    comparison's own columns could take; NaN (equal to itself here) and nested values."""
+    zone, service = mirror_setup(tmp_path)
+    (zone.table("T", None) / "_metadata.json").write_text(
+        json.dumps({"keyColumns": [HOSTILE_KEY]}))
+    rows = [{HOSTILE_KEY: key, "lm_present": i, "Mixed Case": f"m{i}",
+             "f": float("nan") if i == 2 else 0.5, "s": {"x": i}, M: marker}
+            for i, (key, marker) in enumerate([("a", INS), ("b", INS), ("c", INS), ("a", UPD)])]
+    zone.write("T", 1, rows, HOSTILE)
+    assert {s.status for s in service.run()} == {"replicating"}
+    assert verify(service.settings.warehouse)[0] == 0
+
+    mirror = DeltaTable(str(service.settings.warehouse / "dbo" / "t"))
+    mirror.update(predicate="lm_present = 2", updates={"f": "1.0", '"Mixed Case"': "'zz'"})
+    mirror.delete("lm_present = 1")
+
+    code, document = verified(service.settings.warehouse)
+
+    assert code == 1
+    assert differences(document["tables"]["dbo.t"]) == {
+        ("missing", ((HOSTILE_KEY, "b"),), at(1, 1), ()),
+        ("changed", ((HOSTILE_KEY, "c"),), at(1, 2),
+         (("Mixed Case", "m2", "zz"), ("f", "nan", 1.0)))}
+    code, text = verify(service.settings.warehouse)
+    assert f"""changed  {HOSTILE_KEY}='c' at position {at(1, 2)}; Mixed Case: expected 'm2', \
+found 'zz'; f: expected nan, found 1.0""" in text

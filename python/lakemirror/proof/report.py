@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -12,10 +13,23 @@ from lakemirror.proof.verify import TableProof
 
 
 def to_json(proofs: Sequence[TableProof]) -> str:
-    """One document: `ok` (every table matches) and each table's proof."""
+    """One document: `ok` (every table matches) and each table's proof. A value JSON has no
+    literal for (NaN, infinities, decimals, times, bytes) is its text."""
     tables = [{"name": proof.name, **asdict(proof)} for proof in proofs]
-    return json.dumps({"ok": all(proof.status == "ok" for proof in proofs), "tables": tables},
-                      indent=2, default=str)
+    return json.dumps(_finite({"ok": all(proof.status == "ok" for proof in proofs),
+                               "tables": tables}),
+                      indent=2, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every float that is not finite as its text ('nan', 'inf', '-inf')."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {name: _finite(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def to_text(proofs: Sequence[TableProof]) -> str:
