@@ -43,13 +43,13 @@ def at(file: int, row: int) -> int:
     return file * ROWS_PER_FILE + row
 
 
-def verify(warehouse: Path, *args: str) -> tuple[int, str]:
+def verify(warehouse: Path | str, *args: str) -> tuple[int, str]:
     """`lakemirror verify`'s exit code and standard output."""
     result = CliRunner().invoke(cli, ["verify", "--warehouse", str(warehouse), *args])
     return result.exit_code, result.stdout
 
 
-def verified(warehouse: Path, *args: str) -> tuple[int, dict[str, Any]]:
+def verified(warehouse: Path | str, *args: str) -> tuple[int, dict[str, Any]]:
     """`lakemirror verify --json`'s exit code and its one JSON document, by table name."""
     code, output = verify(warehouse, "--json", *args)
     document = json.loads(output, parse_constant=strict_json)
@@ -192,6 +192,11 @@ def test_verify_after_compaction_proves_the_mirror_and_the_versions_since(wareho
         "staging compaction folded the changes that made them"]
     code, text = verify(warehouse)
     assert code == 0 and f"changes up to {at(2, 3)} were proved when compaction folded" in text
+    code, text, proof = counted(warehouse, {"dbo.t": ROWS})
+    assert code == 0 and proof["source"]["verdict"] == "ok"
+    code, text, proof = counted(warehouse, {"dbo.t": {"rows": 6, "sequence": 1}})
+    assert code == 1 and proof["source"]["verdict"].startswith(
+        "the changes up to file 1 were folded by staging compaction")
 
 
 @pytest.mark.slow
