@@ -21,13 +21,13 @@ from lakemirror.storage.location import Location
 SAMPLES = 5  # sample rows reported per kind of difference
 Kind = Literal["missing", "extra", "changed"]
 # What each count counts, over the joined rows (`_joined`).
-KINDS: dict[Kind, str] = {
+KINDS: dict[str, str] = {
     "missing": "_lm_expected is not null and not _lm_actual_present",
     "extra": "_lm_extra",
     "changed": "_lm_expected is not null and _lm_actual_present and _lm_differs "
                "and not _lm_extra",
 }
-COUNTED = {
+COUNTED: dict[str, str] = {
     "expected_rows": "_lm_expected is not null and not _lm_extra",
     "actual_rows": "_lm_actual_present",
     **KINDS,
@@ -97,7 +97,8 @@ from paired""").to_pylist()[0]
 {_joined(sides)}
 select {_sums(COUNTED)}
 from joined""").to_pylist()[0]
-    return Comparison(*(int(exact[name]) for name in COUNTED), samples=_samples(sides))
+    expected, actual, missing, extra, changed = (int(exact[name]) for name in COUNTED)
+    return Comparison(expected, actual, missing, extra, changed, _samples(sides))
 
 
 def _sums(counted: Mapping[str, str]) -> str:
