@@ -318,3 +318,11 @@ def test_a_table_keyed_on_a_hostile_column_name_is_verified(tmp_path):
     code, text = verify(service.settings.warehouse)
     assert f"""changed  {HOSTILE_KEY}='c' at position {at(1, 2)}; Mixed Case: expected 'm2', \
 found 'zz'; f: expected nan, found 1.0""" in text
+
+
+def test_a_folder_that_is_not_a_warehouse_is_a_usage_error_not_a_proof_of_nothing(tmp_path):
+    result = CliRunner().invoke(cli, ["verify", "--warehouse", str(tmp_path / "typo")])
+    assert result.exit_code == 2 and "is not a lakemirror warehouse: it does not exist" in (
+        result.output)
+    result = CliRunner().invoke(cli, ["verify", "--warehouse", str(tmp_path)])
+    assert result.exit_code == 2 and "holds no _lakemirror/ folder" in result.output

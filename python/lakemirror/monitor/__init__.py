@@ -18,11 +18,18 @@ from lakemirror.monitor.records import (
     with_recorded_folders,
     write_monitor,
 )
-from lakemirror.monitor.report import WarehouseReport, read_report, to_json, to_text
+from lakemirror.monitor.report import (
+    WarehouseReport,
+    read_report,
+    require_warehouse,
+    to_json,
+    to_text,
+)
 
 __all__ = [
     "PARTNER_EVENTS_FILE", "Landed", "PartnerInfo", "TableMonitor", "WarehouseReport",
     "applied_positions", "monitor_record", "parse_partner_events", "read_monitor", "read_partner",
-    "read_records", "read_report", "record_partner_events", "to_json", "to_text",
+    "read_records", "read_report", "record_partner_events", "require_warehouse", "to_json",
+    "to_text",
     "with_recorded_folders", "write_monitor",
 ]

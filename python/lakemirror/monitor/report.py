@@ -51,8 +51,16 @@ class WarehouseReport:
 
 
 def read_report(warehouse: Warehouse, *, stale_after: float, now: datetime) -> WarehouseReport:
-    """The report of a warehouse lakemirror made; a folder or prefix without lakemirror's
-    control data (a mistyped path) is a ConfigError, not a healthy empty warehouse."""
+    """The report of a warehouse lakemirror made (see `require_warehouse`)."""
+    require_warehouse(warehouse)
+    runs = read_last_runs(warehouse)
+    return WarehouseReport(with_last_runs(read_records(warehouse), runs),
+                           read_partner(warehouse), runs.last_run, stale_after, now)
+
+
+def require_warehouse(warehouse: Warehouse) -> None:
+    """A folder or prefix without lakemirror's control data (a mistyped path) is a
+    ConfigError, not a healthy empty warehouse."""
     storage = warehouse.storage
     if not storage.is_folder(CONTROL_FOLDER):
         where = storage.location("")
@@ -63,9 +71,6 @@ def read_report(warehouse: Warehouse, *, stale_after: float, now: datetime) -> W
                f"it holds no {CONTROL_FOLDER}/ folder, which every lakemirror run writes"),
             hint="pass the --warehouse (or LAKEMIRROR_WAREHOUSE) that `lakemirror run` mirrors "
                  "into; a new warehouse has one after its first run")
-    runs = read_last_runs(warehouse)
-    return WarehouseReport(with_last_runs(read_records(warehouse), runs),
-                           read_partner(warehouse), runs.last_run, stale_after, now)
 
 
 def table_fields(report: WarehouseReport, record: TableMonitor) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.landing import POSITION
-from lakemirror.monitor import applied_positions
+from lakemirror.monitor import applied_positions, require_warehouse
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.proof.compare import Comparison, Sides, compare, compared_columns
 from lakemirror.proof.replay import (
@@ -87,6 +87,7 @@ def verify(warehouse: Location, tables: Sequence[str] = (), *,
            progress: Callable[[str], None] = lambda message: None) -> list[TableProof]:
     """Verify the named staged tables ('schema.table'), or all of them."""
     layout = Warehouse(warehouse)
+    require_warehouse(layout)
     known = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
     unknown = [name for name in [*tables, *(source_counts or {})] if name not in known]
     if unknown:
