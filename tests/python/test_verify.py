@@ -20,8 +20,9 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemirror.cli.main import cli
 from lakemirror.delta.rows import read_table
-from lakemirror.landing import POSITION, ROWS_PER_FILE
+from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables
 from lakemirror.reference import ROW_MARKER
+from lakemirror.staging import Warehouse, ingest_table
 
 from conftest import mirror_setup, owner_session
 from test_history import FILES as CONDITIONAL_FILES
@@ -326,3 +327,35 @@ def test_a_folder_that_is_not_a_warehouse_is_a_usage_error_not_a_proof_of_nothin
         result.output)
     result = CliRunner().invoke(cli, ["verify", "--warehouse", str(tmp_path)])
     assert result.exit_code == 2 and "holds no _lakemirror/ folder" in result.output
+
+
+@pytest.mark.slow
+def test_a_staged_column_the_mirror_lacks_is_compared_as_null(tmp_path):
+    """A column staged by a file the mirror has not applied yet is no difference (it is
+    NULL in every applied change); one holding applied values is, row by row."""
+    zone, service = mirror_setup(tmp_path)
+    zone.table("T", ["id"])
+    zone.write("T", 1, FILES[0], SCHEMA)
+    nested = pa.schema([*SCHEMA.remove(3), ("s", pa.struct([("a", pa.int64())])), (M, pa.int32())])
+    zone.write("T", 2, [{"id": 1, "v": "x", "n": 1, "s": {"a": 1}, M: UPD}], nested)
+    assert {s.status for s in service.run()} == {"replicating"}
+    zone.write("T", 3, [{"id": 2, "y": 7, M: UPS}],
+               pa.schema([("id", pa.int64()), ("y", pa.int64()), (M, pa.int32())]))
+    [table] = discover_tables(zone.root)
+    assert ingest_table(table, Warehouse(service.settings.warehouse)).status == "replicating"
+    warehouse = service.settings.warehouse
+
+    code, text = verify(warehouse)
+
+    assert code == 0, text
+    assert "  the mirror lacks staged columns, compared as NULL: y" in text.splitlines()
+
+    mirrored = read_table(warehouse / "dbo" / "t").drop_columns(["s"])
+    write_deltalake(str(warehouse / "dbo" / "t"), mirrored, mode="overwrite",
+                    schema_mode="overwrite")
+    code, document = verified(warehouse)
+    assert code == 1
+    assert document["tables"]["dbo.t"]["missing_columns"] == ["s", "y"]
+    assert document["tables"]["dbo.t"]["mirror"]["samples"] == [
+        {"kind": "changed", "position": at(2, 0), "key": {"id": 1},
+         "columns": {"s": {"expected": {"a": 1}, "actual": None}}}]

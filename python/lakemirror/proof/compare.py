@@ -10,7 +10,7 @@ it read again, for the exact counts and a few samples.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -154,9 +154,3 @@ def _sample(row: Mapping[str, Any], sides: Sides) -> Sample:
                for index, name in enumerate(sides.columns)
                if kind == "changed" and row[f"_lm_differs_{index}"]}
     return Sample(kind, position, key, columns)
-
-
-def compared_columns(expected: Sequence[str], actual: Sequence[str]) -> tuple[str, ...]:
-    """The columns both sides have, in the expected side's order."""
-    present = set(actual)
-    return tuple(name for name in expected if name in present)

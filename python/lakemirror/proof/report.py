@@ -46,7 +46,8 @@ def _table_lines(proof: TableProof) -> list[str]:
         return [f"{_shown(proof.name)}: FAILED, could not verify: {proof.error}"]
     lines = [f"{_shown(proof.name)}: {_headline(proof)}"]
     if proof.missing_columns:
-        lines.append(f"  the mirror lacks staged columns: {', '.join(proof.missing_columns)}")
+        lines.append(f"  the mirror lacks staged columns, compared as NULL: "
+                     f"{', '.join(map(_shown, proof.missing_columns))}")
     if proof.mirror is not None:
         lines.extend(_samples(proof.mirror))
     if proof.history is not None:

@@ -25,7 +25,8 @@ from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.landing import POSITION
 from lakemirror.monitor import applied_positions, require_warehouse
 from lakemirror.naming import qualified_name, split_qualified_name
-from lakemirror.proof.compare import Comparison, Sides, compare, compared_columns
+from lakemirror.codegen.quoting import datafusion_identifier as quoted
+from lakemirror.proof.compare import Comparison, Sides, compare
 from lakemirror.proof.replay import (
     STAGED,
     ChangeLog,
@@ -58,7 +59,7 @@ class TableProof:
     mirror: Comparison | None = None
     history: Comparison | None = None
     source: SourceCheck | None = None
-    missing_columns: tuple[str, ...] = ()  # staged columns the mirror lacks
+    missing_columns: tuple[str, ...] = ()  # staged columns the mirror lacks (read as NULL)
     notes: tuple[str, ...] = ()
     error: str | None = None
 
@@ -115,12 +116,12 @@ def _verify_table(layout: Warehouse, name: str, applied: Mapping[str, int],
         history = _compare_history(tables, applied.get(history_relation(schema, table), 0))
         checked = None if source is None else check_source(
             source, tables.staging, tables.log, tables.compacted_through,
-            last_staged=tables.last_staged, mirror_ok=mirror.ok and not missing_columns)
+            last_staged=tables.last_staged, mirror_ok=mirror.ok)
     except LakemirrorError as error:
         return TableProof(schema, table, "failed", error=str(error))
     except Exception as error:  # delta-rs and its SQL engine raise plain exceptions
         return TableProof(schema, table, "failed", error=f"{type(error).__name__}: {error}")
-    differs = (not mirror.ok or missing_columns or (history is not None and not history.ok)
+    differs = (not mirror.ok or (history is not None and not history.ok)
                or (checked is not None and not checked.ok))
     return TableProof(schema, table, "differs" if differs else "ok", through,
                       tables.compacted_through, mirror, history, checked, missing_columns,
@@ -128,14 +129,8 @@ def _verify_table(layout: Warehouse, name: str, applied: Mapping[str, int],
 
 
 def mirror_comparison(layout: Warehouse, name: str, through: int) -> Comparison:
-    """The mirrored table `name` against the replay of its staged changes up to `through`
-    (staged columns it lacks count as changed rows)."""
-    tables = _tables(layout, *split_qualified_name(name))
-    comparison, missing_columns = _compare_mirror(tables, through)
-    if missing_columns and comparison.ok:
-        return Comparison(comparison.expected_rows, comparison.actual_rows, 0, 0,
-                          comparison.expected_rows)
-    return comparison
+    """The mirrored table `name` against the replay of its staged changes up to `through`."""
+    return _compare_mirror(_tables(layout, *split_qualified_name(name)), through)[0]
 
 
 def _tables(layout: Warehouse, schema: str, table: str) -> _Tables:
@@ -148,19 +143,19 @@ def _tables(layout: Warehouse, schema: str, table: str) -> _Tables:
 
 def _compare_mirror(tables: _Tables, through: int) -> tuple[Comparison, tuple[str, ...]]:
     """The mirror against the replay of the changes it applied; and the staged columns it
-    lacks."""
+    lacks, compared as NULL (a column staged by a file the mirror has not applied yet)."""
     expected = replayed_rows(tables.log, through)
     if not is_delta_table(tables.mirrored):
         tables.notes.append("the mirrored table does not exist (yet)")
         rows = count_rows({STAGED: tables.staging}, expected)
         return Comparison(rows, 0, rows, 0, 0), ()
     actual = [field.name for field in delta_table(tables.mirrored).schema().fields]
-    data = (POSITION, *tables.log.data_columns)
-    columns = compared_columns(data, actual)
-    _note_unverified(tables, actual, data)
+    _note_unverified(tables, actual, (POSITION, *tables.log.data_columns))
     sides = Sides({STAGED: tables.staging, MIRRORED: tables.mirrored}, expected,
-                  f"select * from {MIRRORED}", POSITION, columns[1:], tables.log.keys)
-    return compare(sides), tuple(name for name in data if name not in columns)
+                  _rows_of(MIRRORED, actual, tables.log.data_columns), POSITION,
+                  tables.log.data_columns, tables.log.keys)
+    return compare(sides), tuple(name for name in tables.log.data_columns
+                                 if name not in actual)
 
 
 def _compare_history(tables: _Tables, through: int) -> Comparison | None:
@@ -169,7 +164,7 @@ def _compare_history(tables: _Tables, through: int) -> Comparison | None:
     if not is_delta_table(tables.history):
         return None
     actual = [field.name for field in delta_table(tables.history).schema().fields]
-    columns = compared_columns((*tables.log.data_columns, *VERSION_COLUMNS), actual)
+    columns = (*tables.log.data_columns, *VERSION_COLUMNS)
     provable = ""
     if tables.compacted_through:
         provable = (f' where "_lm_valid_to" is null '
@@ -178,9 +173,17 @@ def _compare_history(tables: _Tables, through: int) -> Comparison | None:
             f"history versions that ended at or before position {tables.compacted_through} "
             "are not compared: staging compaction folded the changes that made them")
     sides = Sides({STAGED: tables.staging, HISTORY: tables.history},
-                  replayed_versions(tables.log, through), f"select * from {HISTORY}{provable}",
-                  "_lm_valid_from", columns, tables.log.keys)
+                  replayed_versions(tables.log, through),
+                  f"{_rows_of(HISTORY, actual, columns)}{provable}", "_lm_valid_from", columns,
+                  tables.log.keys)
     return compare(sides)
+
+
+def _rows_of(table: str, actual: Sequence[str], compared: Sequence[str]) -> str:
+    """A query of the rows of the table registered as `table`, whose columns are `actual`,
+    with each of the `compared` columns it lacks as NULL."""
+    lacking = "".join(f", null as {quoted(name)}" for name in compared if name not in actual)
+    return f"select *{lacking} from {table}"
 
 
 def _note_unverified(tables: _Tables, actual: Sequence[str], data: Sequence[str]) -> None:
