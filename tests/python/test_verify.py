@@ -359,3 +359,23 @@ def test_a_staged_column_the_mirror_lacks_is_compared_as_null(tmp_path):
     assert document["tables"]["dbo.t"]["mirror"]["samples"] == [
         {"kind": "changed", "position": at(2, 0), "key": {"id": 1},
          "columns": {"s": {"expected": {"a": 1}, "actual": None}}}]
+
+
+@pytest.mark.slow
+def test_a_batch_applied_but_not_recorded_is_proved_at_its_claimed_end(warehouse):
+    """A run that stopped between a MERGE and its bookkeeping left the mirror (and history)
+    ahead of the applied watermark, at the batch end it claimed: not a difference."""
+    DeltaTable(str(warehouse / "_lakemirror/control/mirror_batches")).delete(
+        f"kind = 'applied' and relation_name like 'dbo.t%' and batch_end > {at(1, 5)}")
+
+    code, document = verified(warehouse)
+
+    assert code == 0, document
+    proof = document["tables"]["dbo.t"]
+    assert proof["applied_through"] == at(2, 3)
+    assert proof["notes"] == [
+        f"{relation} holds the changes up to position {at(2, 3)}, whose run stopped before "
+        "recording them: the next run records them" for relation in ("dbo.t", "dbo.t__history")]
+    DeltaTable(str(warehouse / "dbo" / "t")).delete("id = 7")
+    code, document = verified(warehouse)
+    assert code == 1 and document["tables"]["dbo.t"]["applied_through"] == at(1, 5)

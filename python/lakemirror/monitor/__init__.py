@@ -15,6 +15,7 @@ from lakemirror.monitor.records import (
     monitor_record,
     read_monitor,
     read_records,
+    unrecorded_claims,
     with_recorded_folders,
     write_monitor,
 )
@@ -30,6 +31,5 @@ __all__ = [
     "PARTNER_EVENTS_FILE", "Landed", "PartnerInfo", "TableMonitor", "WarehouseReport",
     "applied_positions", "monitor_record", "parse_partner_events", "read_monitor", "read_partner",
     "read_records", "read_report", "record_partner_events", "require_warehouse", "to_json",
-    "to_text",
-    "with_recorded_folders", "write_monitor",
+    "to_text", "unrecorded_claims", "with_recorded_folders", "write_monitor",
 ]

@@ -121,6 +121,28 @@ def applied_positions(warehouse: Warehouse) -> dict[str, int]:
     return dict(zip(maxima["relation_name"].to_pylist(), maxima["batch_end"].to_pylist()))
 
 
+def unrecorded_claims(warehouse: Warehouse) -> dict[str, list[int]]:
+    """Per mirrored relation, the batch ends its runs claimed beyond its applied watermark,
+    newest first: batches whose run stopped before recording them applied (their MERGE may
+    have committed; the next run records them)."""
+    path = warehouse.control_path("mirror_batches")
+    if not is_delta_table(path):
+        return {}
+    claims = query_table(path, """
+select claimed.relation_name, claimed.batch_end
+from delta_table as claimed
+left join (select relation_name, max(batch_end) as batch_end from delta_table
+           where kind = 'applied' group by relation_name) as applied
+    on applied.relation_name = claimed.relation_name
+where claimed.kind = 'claimed'
+  and (applied.batch_end is null or claimed.batch_end > applied.batch_end)
+order by claimed.batch_end desc""")
+    found: dict[str, list[int]] = {}
+    for name, end in zip(claims["relation_name"].to_pylist(), claims["batch_end"].to_pylist()):
+        found.setdefault(name, []).append(end)
+    return found
+
+
 def _stamp(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 

@@ -23,7 +23,7 @@ from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.landing import POSITION
-from lakemirror.monitor import applied_positions, require_warehouse
+from lakemirror.monitor import applied_positions, require_warehouse, unrecorded_claims
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.codegen.quoting import datafusion_identifier as quoted
 from lakemirror.proof.compare import Comparison, Sides, compare
@@ -98,22 +98,48 @@ def verify(warehouse: Location, tables: Sequence[str] = (), *,
     names = [name for name in known if not tables or name in tables]
     with table_locks(layout.storage, names, timeout=lock_timeout, progress=progress,
                      lease_seconds=lease_seconds):
-        applied = applied_positions(layout)
+        watermarks = _Watermarks(applied_positions(layout), unrecorded_claims(layout))
         proofs = []
         for name in names:
             progress(f"verify {name}")
-            proofs.append(_verify_table(layout, name, applied, (source_counts or {}).get(name)))
+            proofs.append(_verify_table(layout, name, watermarks,
+                                        (source_counts or {}).get(name)))
         return proofs
 
 
-def _verify_table(layout: Warehouse, name: str, applied: Mapping[str, int],
+@dataclass(frozen=True)
+class _Watermarks:
+    """How far each relation's recorded batches go, and the batch ends claimed beyond."""
+
+    applied: Mapping[str, int]
+    claims: Mapping[str, Sequence[int]]
+
+    def proved(self, relation: str, compare_at: Callable[[int], Comparison],
+               notes: list[str]) -> tuple[int, Comparison]:
+        """The relation compared at its applied watermark; when it differs there, at a batch
+        end a run claimed beyond it and stopped before recording, if it matches there (its
+        MERGE committed; the next run records it)."""
+        recorded = self.applied.get(relation, 0)
+        found = compare_at(recorded)
+        for claimed in () if found.ok else self.claims.get(relation, ()):
+            again = compare_at(claimed)
+            if again.ok:
+                notes.append(f"{relation} holds the changes up to position {claimed}, whose "
+                             "run stopped before recording them: the next run records them")
+                return claimed, again
+        return recorded, found
+
+
+def _verify_table(layout: Warehouse, name: str, watermarks: _Watermarks,
                   source: SourceCount | None) -> TableProof:
     schema, table = split_qualified_name(name)
     try:
         tables = _tables(layout, schema, table)
-        through = applied.get(name, 0)
-        mirror, missing_columns = _compare_mirror(tables, through)
-        history = _compare_history(tables, applied.get(history_relation(schema, table), 0))
+        through, mirror = watermarks.proved(
+            name, lambda position: _compare_mirror(tables, position), tables.notes)
+        history = None if not is_delta_table(tables.history) else watermarks.proved(
+            history_relation(schema, table), lambda position: _compare_history(tables, position),
+            tables.notes)[1]
         checked = None if source is None else check_source(
             source, tables.staging, tables.log, tables.compacted_through,
             last_staged=tables.last_staged, mirror_ok=mirror.ok)
@@ -124,13 +150,13 @@ def _verify_table(layout: Warehouse, name: str, applied: Mapping[str, int],
     differs = (not mirror.ok or (history is not None and not history.ok)
                or (checked is not None and not checked.ok))
     return TableProof(schema, table, "differs" if differs else "ok", through,
-                      tables.compacted_through, mirror, history, checked, missing_columns,
-                      tuple(tables.notes))
+                      tables.compacted_through, mirror, history, checked,
+                      _lacking(tables), tuple(dict.fromkeys(tables.notes)))
 
 
 def mirror_comparison(layout: Warehouse, name: str, through: int) -> Comparison:
     """The mirrored table `name` against the replay of its staged changes up to `through`."""
-    return _compare_mirror(_tables(layout, *split_qualified_name(name)), through)[0]
+    return _compare_mirror(_tables(layout, *split_qualified_name(name)), through)
 
 
 def _tables(layout: Warehouse, schema: str, table: str) -> _Tables:
@@ -141,29 +167,38 @@ def _tables(layout: Warehouse, schema: str, table: str) -> _Tables:
                    int(recorded.get(COMPACTED_KEY) or 0), int(recorded.get(SEQUENCE_KEY) or 0))
 
 
-def _compare_mirror(tables: _Tables, through: int) -> tuple[Comparison, tuple[str, ...]]:
-    """The mirror against the replay of the changes it applied; and the staged columns it
-    lacks, compared as NULL (a column staged by a file the mirror has not applied yet)."""
+def _compare_mirror(tables: _Tables, through: int) -> Comparison:
+    """The mirror against the replay of the changes up to `through`; staged columns it lacks
+    are compared as NULL (a column staged by a file the mirror has not applied yet)."""
     expected = replayed_rows(tables.log, through)
     if not is_delta_table(tables.mirrored):
         tables.notes.append("the mirrored table does not exist (yet)")
         rows = count_rows({STAGED: tables.staging}, expected)
-        return Comparison(rows, 0, rows, 0, 0), ()
-    actual = [field.name for field in delta_table(tables.mirrored).schema().fields]
+        return Comparison(rows, 0, rows, 0, 0)
+    actual = _columns(tables.mirrored)
     _note_unverified(tables, actual, (POSITION, *tables.log.data_columns))
     sides = Sides({STAGED: tables.staging, MIRRORED: tables.mirrored}, expected,
                   _rows_of(MIRRORED, actual, tables.log.data_columns), POSITION,
                   tables.log.data_columns, tables.log.keys)
-    return compare(sides), tuple(name for name in tables.log.data_columns
-                                 if name not in actual)
+    return compare(sides)
 
 
-def _compare_history(tables: _Tables, through: int) -> Comparison | None:
-    """The history table against the versions its applied changes imply (None without one).
-    Versions that ended at or before the compaction's position are not compared."""
-    if not is_delta_table(tables.history):
-        return None
-    actual = [field.name for field in delta_table(tables.history).schema().fields]
+def _lacking(tables: _Tables) -> tuple[str, ...]:
+    """The staged columns the mirror lacks."""
+    if not is_delta_table(tables.mirrored):
+        return ()
+    actual = _columns(tables.mirrored)
+    return tuple(name for name in tables.log.data_columns if name not in actual)
+
+
+def _columns(table: Location) -> list[str]:
+    return [field.name for field in delta_table(table).schema().fields]
+
+
+def _compare_history(tables: _Tables, through: int) -> Comparison:
+    """The history table against the versions the changes up to `through` imply. Versions
+    that ended at or before the compaction's position are not compared."""
+    actual = _columns(tables.history)
     columns = (*tables.log.data_columns, *VERSION_COLUMNS)
     provable = ""
     if tables.compacted_through:
