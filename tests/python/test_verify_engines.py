@@ -1,6 +1,9 @@
 """`lakemirror verify` of mirrors the `spark` target built (with deletion vectors, which
 verify's reader applies) and of a warehouse in S3 (moto's server): verified ok, and a row
-changed or deleted behind lakemirror's back reported with its key, exit 1."""
+changed or deleted behind lakemirror's back reported with its key, exit 1; and every mirror
+scenario of test_spark_scenarios.py (evolving and widening columns, nested and naive-timestamp
+columns, ConditionalUpdateColumn, keyless, recreated tables, a crash between the MERGEs and
+their bookkeeping) verified ok on both engines."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import pytest
 
 from lakemirror.delta.access import delta_table
 
-from conftest import deletion_vectors_added, engine_param, mirror_setup, spark_session
+from conftest import ENGINES, deletion_vectors_added, engine_param, mirror_setup, spark_session
+from test_spark_scenarios import built
 from test_object_mirror import object_mirror
 from test_verify import FILES, SCHEMA, ROWS, at, differences, verified
 
@@ -67,3 +71,14 @@ def test_a_warehouse_in_s3_is_verified(tmp_path, monkeypatch, s3_server):
     assert code == 1 and document["tables"]["dbo.customers"]["status"] == "ok"
     assert differences(document["tables"]["sales.orders"]) == {
         ("missing", (("id", 4),), at(3, 0), ())}
+
+
+@pytest.mark.parametrize("target", ENGINES)
+def test_every_mirror_scenario_is_verified(tmp_path_factory, target):
+    mirrored = built(target, tmp_path_factory)
+
+    code, document = verified(mirrored.service.settings.warehouse)
+
+    assert code == 0, [(name, table["error"], table["notes"]) for name, table in
+                       document["tables"].items() if table["status"] != "ok"]
+    assert len(document["tables"]) > 10

@@ -75,10 +75,15 @@ def stream_table(path: Location) -> pa.RecordBatchReader:
 
 def without_views(rows: pa.Table) -> pa.Table:
     """`rows` with the view types delta-rs's SQL engine returns (string_view, binary_view)
-    cast to plain string and binary: Arrow cannot join, look up or sort on views."""
-    schema = pa.schema([field.with_type(_plain(field.type)) for field in rows.schema],
-                       metadata=rows.schema.metadata)
-    return rows if schema.equals(rows.schema) else rows.cast(schema)
+    cast to plain string and binary: Arrow cannot join, look up or sort on views. Only the
+    columns holding views are cast: Arrow refuses to cast a NULL struct (an outer join's)
+    whose fields are not nullable, even to its own type."""
+    for index, field in enumerate(rows.schema):
+        plain = _plain(field.type)
+        if plain != field.type:
+            rows = rows.set_column(index, field.with_type(plain),
+                                   rows.column(index).cast(plain))
+    return rows
 
 
 def _plain(kind: pa.DataType) -> pa.DataType:
