@@ -3,7 +3,9 @@ staged changes imply.
 
 Per table, under its lock (so no run applies changes meanwhile): the changes up to the
 position the table's last applied batch recorded are replayed (`proof.replay`) and compared with
-the table, every column of every row (`proof.compare`). Staging compaction folds applied
+the table, every column of every row (`proof.compare`); a table that differs there is compared
+again at any batch end a run claimed beyond it (a run that stopped between its MERGE and its
+bookkeeping). Staging compaction folds applied
 changes into the rows they made, after proving that the mirror equals their replay
 (`staging.compaction`), and records how far it folded: the mirror is proved as a whole, and the
 history versions that ended before that position, whose changes are gone, are named as not
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
+from lakemirror.codegen.quoting import datafusion_identifier as quoted
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
@@ -25,7 +28,6 @@ from lakemirror.errors import ConfigError, LakemirrorError
 from lakemirror.landing import POSITION
 from lakemirror.monitor import applied_positions, require_warehouse, unrecorded_claims
 from lakemirror.naming import qualified_name, split_qualified_name
-from lakemirror.codegen.quoting import datafusion_identifier as quoted
 from lakemirror.proof.compare import Comparison, Sides, compare
 from lakemirror.proof.replay import (
     STAGED,
