@@ -2,13 +2,13 @@
 verified ok; rows deleted, added and changed behind lakemirror's back (with deltalake, and
 through the engine) each reported with their key, kind and column, exit 1; verify after
 staging compaction, which keeps the changes of a tampered mirror; source row counts; unknown
-tables and hostile column names."""
+tables, a path that is no warehouse and hostile column names; a staged column the mirror
+lacks, and a batch a run applied without recording it."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -89,11 +89,9 @@ def mirrored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def warehouse(mirrored: Path, tmp_path: Path) -> Iterator[Path]:
+def warehouse(mirrored: Path, tmp_path: Path) -> Path:
     """A copy of the mirrored warehouse, for one test to tamper with."""
-    copy = tmp_path / "warehouse"
-    shutil.copytree(mirrored, copy)
-    yield copy
+    return Path(shutil.copytree(mirrored, tmp_path / "warehouse"))
 
 
 @pytest.mark.slow
