@@ -115,10 +115,11 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int,
                        "file records what it needs)")
     else:
         try:
-            _prove_before_folding(layout, name, watermark, mirror_watermark)
             folded = compact_staging(staging, mirrored, watermark, keys=staged_keys(staging),
                                      conditional_column=recorded[CONDITIONAL_KEY] or None,
-                                     table=name)
+                                     table=name,
+                                     prove=lambda: _prove_before_folding(
+                                         layout, name, watermark, mirror_watermark))
         except Exception as error:  # a delta-rs refusal: the table is left as it was
             skipped.append(f"staging compaction: {type(error).__name__}: {error}")
     removed = 0
@@ -143,8 +144,8 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int,
 def _prove_before_folding(layout: Warehouse, name: str, watermark: int,
                           mirror_watermark: int) -> None:
     """Compaction replaces the changes that prove the mirror by the mirror's own rows: it goes
-    ahead only when the mirror equals their replay (when the mirror applied exactly them;
-    otherwise compaction itself leaves the table for later)."""
+    ahead only when the mirror equals their replay (checked once compaction found the mirror
+    at exactly them, when the mirror's recorded batches end there too)."""
     if watermark <= 0 or mirror_watermark != watermark:
         return
     comparison = mirror_comparison(layout, name, watermark)

@@ -263,6 +263,7 @@ def test_source_counts_tell_the_publishers_side_from_lakemirrors(warehouse):
     ({"dbo.t": -1}, "cannot be read: -1 is not a row count"),
     ({"dbo.t": {"rows": 1, "sequence": "2"}}, "is not a row count (with a file sequence"),
     ({"dbo.t": {"count": 1}}, "is not a row count"),
+    ({"dbo.t": 1, "DBO.T": 2}, "a table is named twice (names are not case-sensitive)"),
 ])
 @pytest.mark.slow
 def test_a_count_of_an_unknown_table_or_a_malformed_count_file_is_a_usage_error(

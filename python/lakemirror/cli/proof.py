@@ -37,9 +37,8 @@ def verify(tables: tuple[str, ...], warehouse: Location, source_counts: Path | N
     from lakemirror.storage.warehouse import warehouse_location
 
     env = cli_settings()
-    counts = None if source_counts is None else {
-        name.lower(): count for name, count in read_source_counts(
-            source_counts.read_text(encoding="utf-8"), origin=str(source_counts)).items()}
+    counts = None if source_counts is None else read_source_counts(
+        source_counts.read_text(encoding="utf-8"), origin=str(source_counts))
     proofs = verify_tables(warehouse_location(warehouse), [name.lower() for name in tables],
                            source_counts=counts, lock_timeout=lock_timeout,
                            lease_seconds=env.lease_seconds,

@@ -22,7 +22,7 @@ def with_high_water(deleted: pa.Table, upserted: pa.Table, log: ChangeLog, stagi
     column, keys = log.conditional_column, list(log.keys)
     names = [f"k{index}" for index in range(len(keys))]
     marks = query_tables({STAGED: staging}, f"""
-select {", ".join(map(quoted, keys))}, max({quoted(column)}) as lm_high_water
+select {", ".join(map(quoted, keys))}, max({quoted(column)}) as _lm_high_water
 from {STAGED} group by {", ".join(map(quoted, keys))}""").rename_columns([*names, "mark"])
     upserts = upserted.select([*keys, column]).rename_columns([*names, "value"])
     checked = upserts.join(marks, names, join_type="inner")

@@ -41,12 +41,16 @@ class SourceCheck:
 
 
 def read_source_counts(text: str, *, origin: str) -> dict[str, SourceCount]:
-    """The counts of a count file (see the module); a bad one is a ConfigError naming it."""
+    """The counts of a count file (see the module), by lower-case name, as mirrored tables are
+    named; a bad one is a ConfigError naming it."""
     try:
         document = json.loads(text)
         if not isinstance(document, dict):
             raise ValueError("not a JSON object of table names")
-        return {str(name): _count(value) for name, value in document.items()}
+        counts = {str(name).lower(): _count(value) for name, value in document.items()}
+        if len(counts) < len(document):
+            raise ValueError("a table is named twice (names are not case-sensitive)")
+        return counts
     except ValueError as error:
         raise ConfigError(
             f"source counts {origin} cannot be read: {error}",

@@ -16,7 +16,7 @@ without keys takes inserts only: its staging already is its rows, and it is left
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -49,8 +49,10 @@ class Compaction:
 
 
 def compact_staging(staging: Location, mirrored: Location, watermark: int, *, keys: Sequence[str],
-                    conditional_column: str | None, table: str) -> Compaction:
-    """Fold the staged changes at or below `watermark` into the mirrored table's rows."""
+                    conditional_column: str | None, table: str,
+                    prove: Callable[[], None] = lambda: None) -> Compaction:
+    """Fold the staged changes at or below `watermark` into the mirrored table's rows, once
+    `prove` (which raises otherwise) has found the mirror equal to their replay."""
     if not keys or watermark <= 0 or not is_delta_table(mirrored):
         return Compaction(0, 0)
     staged_table = delta_table(staging)
@@ -59,6 +61,7 @@ def compact_staging(staging: Location, mirrored: Location, watermark: int, *, ke
     current = read_table(mirrored)
     if _unfoldable(applied, current, keys, watermark):
         return Compaction(applied.num_rows, applied.num_rows)
+    prove()
     snapshot = _with_marker(current, INSERT, schema)
     if conditional_column is not None:
         holders = _high_water_holders(applied, current, list(keys), conditional_column, table)
