@@ -18,23 +18,30 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakemirror.bench.generator import generate_zone
-from lakemirror.bench.rusage import measure
+from lakemirror.bench.rusage import Usage, measure
 from lakemirror.bench.spec import BenchSpec
 
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
 TABLE = "dbo.bench1"  # the generated table's mirrored name
-STAGES = ("before maintain", "after maintain")
+Done = TypeVar("Done")
+NESTED = ("array", "map", "struct")  # Delta's kinds of nested type
 
 
 @dataclass(frozen=True)
 class Timed:
-    """One step in a process of its own: its work's seconds (imports excluded) and the
-    process's peak RSS (bench/rusage.py)."""
+    """One step in a process of its own: its work's wall and CPU seconds (imports excluded;
+    CPU seconds, all its threads', are steadier on a shared machine) and the process's peak
+    RSS (bench/rusage.py)."""
 
     seconds: float
+    cpu_seconds: float
     peak_rss_mb: float
 
 
@@ -55,6 +62,11 @@ class StageCost:
         """Verify's seconds over one full scan's of the mirrored table."""
         return self.verify.seconds / self.scan.seconds
 
+    @property
+    def cpu_ratio(self) -> float:
+        """The same of their CPU seconds."""
+        return self.verify.cpu_seconds / self.scan.cpu_seconds
+
 
 @dataclass(frozen=True)
 class SizeCost:
@@ -72,7 +84,7 @@ class VerifyCost:
         sizes = dataclasses.asdict(self)["sizes"]
         for size, measured in zip(sizes, self.sizes, strict=True):
             for stage, cost in zip(size["stages"], measured.stages, strict=True):
-                stage["ratio"] = cost.ratio
+                stage["ratio"], stage["cpu_ratio"] = cost.ratio, cost.cpu_ratio
         return {"sizes": sizes}
 
     def text(self) -> str:
@@ -83,13 +95,17 @@ class VerifyCost:
             lines.append(f"  {size.table_rows:,} rows and {size.changes:,} changes "
                          f"(maintain {size.maintain_seconds:.2f} s):")
             lines.extend(
-                f"    {stage.stage}: verify {stage.verify.seconds:.2f} s (peak RSS "
-                f"{stage.verify.peak_rss_mb:,.0f} MB) = {stage.ratio:.2f}x a scan of the "
-                f"mirror's {stage.mirrored_rows:,} rows {stage.scan.seconds:.2f} s "
-                f"({stage.scan.peak_rss_mb:,.0f} MB); staging's {stage.staged_rows:,} rows "
-                f"{stage.staging_scan.seconds:.2f} s; {stage.verdict}"
+                f"    {stage.stage}: verify {_timed(stage.verify)} = {stage.ratio:.2f}x "
+                f"(CPU {stage.cpu_ratio:.2f}x) a scan of the mirror's {stage.mirrored_rows:,} "
+                f"rows {_timed(stage.scan)}; staging's {stage.staged_rows:,} rows "
+                f"{_timed(stage.staging_scan)}; {stage.verdict}"
                 for stage in size.stages)
         return "\n".join(lines)
+
+
+def _timed(timed: Timed) -> str:
+    return (f"{timed.seconds:.2f} s (CPU {timed.cpu_seconds:.2f} s, peak RSS "
+            f"{timed.peak_rss_mb:,.0f} MB)")
 
 
 def measure_verify_cost(directory: Path, spec: BenchSpec, sizes: Sequence[int], changes: int,
@@ -119,31 +135,32 @@ def _size_cost(workdir: Path, spec: BenchSpec, progress: Callable[[str], None],
                                          progress)
     warehouse = workdir / "mirror" / "out" / "warehouse"
     staging = Path(str(Warehouse(warehouse).staging_path(*TABLE.split("."))))
-    stages = []
-    maintained = 0.0
-    for stage in STAGES:
-        if stage == "after maintain":
-            progress(f"{label}: lakemirror maintain")
-            maintained = _step(workdir / "maintain", [
-                *lakemirror_command(), "maintain", "--warehouse", str(warehouse)]).seconds
-        stages.append(_stage_cost(workdir / stage.replace(" ", "-"), stage, warehouse,
-                                  mirrored, staging))
-        progress(f"{label}, {stage}: verify {stages[-1].verify.seconds:.2f} s, scan "
-                 f"{stages[-1].scan.seconds:.2f} s ({stages[-1].ratio:.2f}x)")
-    return SizeCost(spec.table_rows, spec.changes_per_file, maintained, tuple(stages))
+    measure_stage = partial(_stage_cost, workdir, warehouse=warehouse, mirrored=mirrored,
+                            staging=staging, label=label, progress=progress)
+    before = measure_stage("before maintain")
+    progress(f"{label}: lakemirror maintain")
+    maintain = _step(workdir / "maintain",
+                     [*lakemirror_command(), "maintain", "--warehouse", str(warehouse)])
+    after = measure_stage("after maintain")
+    return SizeCost(spec.table_rows, spec.changes_per_file, maintain.seconds, (before, after))
 
 
-def _stage_cost(logs: Path, stage: str, warehouse: Path, mirrored: Path,
-                staging: Path) -> StageCost:
-    """A scan of the mirror, one of staging, then verify; a verify that is not ok raises."""
+def _stage_cost(workdir: Path, stage: str, *, warehouse: Path, mirrored: Path, staging: Path,
+                label: str, progress: Callable[[str], None]) -> StageCost:
+    """A scan of the mirror, one of staging, then verify (their logs in workdir/STAGE); a
+    verify that is not ok raises."""
+    logs = workdir / stage.replace(" ", "-")
     worker = [sys.executable, "-m", "lakemirror.bench.verify_cost"]
     scan, scanned = _worker_step(logs / "scan", [*worker, "scan", str(mirrored)])
     staging_scan, staged = _worker_step(logs / "staging-scan", [*worker, "scan", str(staging)])
     verify, verified = _worker_step(logs / "verify", [*worker, "verify", str(warehouse), TABLE])
     if verified["status"] != "ok":
-        raise RuntimeError(f"verify {stage} did not say ok: {verified['verdict']}")
-    return StageCost(stage, scanned["rows"], staged["rows"], verify, scan, staging_scan,
+        raise RuntimeError(f"{label}, {stage}: verify did not say ok: {verified['verdict']}")
+    cost = StageCost(stage, scanned["rows"], staged["rows"], verify, scan, staging_scan,
                      verified["verdict"])
+    progress(f"{label}, {stage}: verify {verify.seconds:.2f} s, scan {scan.seconds:.2f} s "
+             f"({cost.ratio:.2f}x)")
+    return cost
 
 
 def _worker_step(logs: Path, command: list[str]) -> tuple[Timed, dict[str, Any]]:
@@ -151,17 +168,17 @@ def _worker_step(logs: Path, command: list[str]) -> tuple[Timed, dict[str, Any]]
     and what it printed."""
     usage = _step(logs, command)
     printed = json.loads((logs / "stdout.log").read_text())
-    return Timed(printed["seconds"], usage.peak_rss_mb), printed
+    return Timed(printed["seconds"], printed["cpu_seconds"], usage.peak_rss_mb), printed
 
 
-def _step(logs: Path, command: list[str]) -> Timed:
+def _step(logs: Path, command: list[str]) -> Usage:
     """`command` through the launcher (its output in `logs`): its wall seconds and peak RSS."""
     logs.mkdir(parents=True)
     with (logs / "stdout.log").open("w") as out, (logs / "stderr.log").open("w") as err:
         usage = measure(command, logs / "usage.json", stdout=out, stderr=err)
     if usage.exit_code != 0:
         raise RuntimeError(f"{' '.join(command[-3:])} failed; see {logs / 'stderr.log'}")
-    return Timed(usage.seconds, usage.peak_rss_mb)
+    return usage
 
 
 def verify_table(warehouse: Path, name: str) -> dict[str, Any]:
@@ -169,10 +186,8 @@ def verify_table(warehouse: Path, name: str) -> dict[str, Any]:
     from lakemirror.proof.report import to_text
     from lakemirror.proof.verify import verify
 
-    started = time.perf_counter()
-    [proof] = verify(warehouse, [name])
-    seconds = time.perf_counter() - started
-    return {"seconds": seconds, "status": proof.status, "verdict": to_text([proof])}
+    [proof], clock = _clocked(lambda: verify(warehouse, [name]))
+    return {**clock, "status": proof.status, "verdict": to_text([proof])}
 
 
 def scan_table(path: Path) -> dict[str, Any]:
@@ -182,29 +197,40 @@ def scan_table(path: Path) -> dict[str, Any]:
     from lakemirror.delta.rows import query_table
 
     table = delta_table(path)
+    query = scan_query(table)
+    scanned, clock = _clocked(lambda: query_table(table, query))
+    return {**clock, "rows": scanned["lm_rows"][0].as_py()}
+
+
+def _clocked(work: Callable[[], Done]) -> tuple[Done, dict[str, float]]:
+    """`work`'s result, and its wall and CPU seconds (this process's, all its threads)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    done = work()
+    return done, {"seconds": time.perf_counter() - started,
+                  "cpu_seconds": time.process_time() - cpu}
+
+
+def scan_query(table: DeltaTable) -> str:
+    """A query of the table (as `delta_table`) that reads every value: its rows (`lm_rows`)
+    and per column an aggregate of it (`lm_read_<i>`)."""
     read = [_read_column(field) + f" as lm_read_{index}"
             for index, field in enumerate(table.schema().fields)]
-    query = f"select {', '.join(['count(*) as lm_rows', *read])} from delta_table"
-    started = time.perf_counter()
-    scanned = query_table(table, query)
-    return {"seconds": time.perf_counter() - started, "rows": scanned["lm_rows"][0].as_py()}
+    return f"select {', '.join(['count(*) as lm_rows', *read])} from delta_table"
 
 
 def _read_column(field: Any) -> str:
-    """An aggregate that reads each value of a Delta column: the sum of a text's lengths, or
+    """An aggregate that reads each value of a Delta column: the sum of a text's (or binary's) lengths, or
     of the values as doubles (a date's as days); a nested column's count."""
     from lakemirror.codegen.quoting import datafusion_identifier as quoted
 
-    kind, column = str(getattr(field.type, "type", "")), quoted(field.name)
-    if kind == "string":
+    kind, column = field.type.type, quoted(field.name)
+    if kind in ("string", "binary"):
         return f"sum(length({column}))"
-    if kind == "binary":
-        return f"sum(octet_length({column}))"
     if kind == "date":
         return f"sum(cast(cast({column} as bigint) as double))"
-    if kind:
-        return f"sum(cast({column} as double))"
-    return f"count({column})"
+    if kind in NESTED:
+        return f"count({column})"
+    return f"sum(cast({column} as double))"
 
 
 def main() -> None:
