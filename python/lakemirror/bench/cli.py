@@ -117,6 +117,13 @@ def _sizes(context: click.Context, parameter: click.Parameter,
               "merge_growth_copy_on_write", default=True, show_default=True,
               help="Also measure --merge-growth copy-on-write (minutes per run at 100,000,000 "
                    "rows).")
+@click.option("--verify-cost", "verify_cost_rows", callback=_sizes, default=None,
+              metavar="ROWS,...",
+              help="Time `lakemirror verify` of tables of these sizes (e.g. 1000000,10000000), "
+                   "each with one change file, against one full scan of the table, before and "
+                   "after `lakemirror maintain`: seconds, peak RSS and their ratio [off].")
+@click.option("--verify-cost-changes", type=click.IntRange(min=1), default=None,
+              help="Changes in the change file of --verify-cost [100,000; smoke 100].")
 @click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
@@ -135,13 +142,14 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           wide_changes: int | None, storage: bool, storage_files: int | None,
           storage_rows: int | None, storage_changes: int | None, object_warehouse: bool,
           merge_growth_rows: tuple[int, ...] | None, merge_growth_changes: int | None,
-          merge_growth_copy_on_write: bool,
-          plot_file: Path | None,
+          merge_growth_copy_on_write: bool, verify_cost_rows: tuple[int, ...] | None,
+          verify_cost_changes: int | None, plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
     Spark on one generated landing zone, every final table verified; then idle runs, staging
     against pyarrow, freshness, memory, wide tables, storage after many files and the
-    warehouse on S3; with --merge-growth, how a MERGE's time grows with the table."""
+    warehouse on S3; with --merge-growth, how a MERGE's time grows with the table; with
+    --verify-cost, what `lakemirror verify` costs against a full scan."""
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
@@ -170,7 +178,8 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             storage_files=storage_files if storage else 0, storage_rows=storage_rows,
             storage_changes=storage_changes, object_warehouse=object_warehouse,
             merge_growth_rows=merge_growth_rows, merge_growth_changes=merge_growth_changes,
-            merge_growth_copy_on_write=merge_growth_copy_on_write)
+            merge_growth_copy_on_write=merge_growth_copy_on_write,
+            verify_cost_rows=verify_cost_rows, verify_cost_changes=verify_cost_changes)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)

@@ -192,6 +192,18 @@ def _merge_growth(result: BenchResult, figures: Figures, directory: Path,
     return growth.as_dict(), growth.text()
 
 
+def _verify_cost(result: BenchResult, figures: Figures, directory: Path,
+                 progress: Progress) -> Figure:
+    from lakemirror.bench.verify_cost import measure_verify_cost
+
+    if not figures.verify_cost_rows:
+        return None
+    cost = measure_verify_cost(directory / "verify-cost", result.spec, figures.verify_cost_rows,
+                               figures.verify_cost_changes, progress,
+                               memory_limit_gb=result.memory_limit_gb)
+    return cost.as_dict(), cost.text()
+
+
 # New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
@@ -202,7 +214,8 @@ FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figur
     ("memory", _memory), ("memory_csv", _csv_memory), ("wide_tables", _wide),
     ("storage", _storage),
     ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)),
-    ("object_warehouse", _object_warehouse), ("merge_growth", _merge_growth))
+    ("object_warehouse", _object_warehouse), ("merge_growth", _merge_growth),
+    ("verify_cost", _verify_cost))
 
 
 def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:

@@ -189,8 +189,26 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
     """The initial load, then each change file landed and applied by its own timed run."""
     from deltalake import DeltaTable
 
-    from lakemirror.bench.runner import link_tree
     from lakemirror.delta.listed_features import listed_features
+
+    rows = pq.ParquetFile(table.files[0]).metadata.num_rows
+    changes_per_file = pq.ParquetFile(table.files[1]).metadata.num_rows
+    mode = f"merge growth: {rows:,} rows, {'-'.join(readers) or 'deletion vectors'}"
+    initial, runs, mirrored = mirror_file_by_file(workdir, table, readers, memory_limit_gb,
+                                                  mode, _progress)
+    check = verify_mirrored(table.files, mirrored, in_full=in_full)
+    return SizeRuns(rows, changes_per_file, readers,
+                    tuple(listed_features(DeltaTable(str(mirrored)))), initial.seconds,
+                    tuple(runs), check.ok, check.message, in_full)
+
+
+def mirror_file_by_file(workdir: Path, table: GeneratedTable, readers: tuple[str, ...],
+                        memory_limit_gb: float | None, label: str,
+                        progress: Callable[[str], None]) -> tuple[TimedRun, list[TimedRun], Path]:
+    """`table`'s zone linked into `workdir`, its initial load mirrored by a warm `lakemirror
+    run` (the project and warehouse in workdir/out), then each change file landed and applied
+    by a run of its own: the initial run, the change runs and the mirrored table's path."""
+    from lakemirror.bench.runner import link_tree
 
     zone = workdir / "LandingZone"
     link_tree(table.folder.parent, zone)
@@ -200,22 +218,16 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
     for path in changes:
         path.rename(pending / path.name)
     private_project(workdir / "out" / "project", readers=readers)
-    rows = pq.ParquetFile(table.files[0]).metadata.num_rows
-    changes_per_file = pq.ParquetFile(table.files[1]).metadata.num_rows
-    mode = f"merge growth: {rows:,} rows, {'-'.join(readers) or 'deletion vectors'}"
-    _progress(f"{mode}: initial load")
+    progress(f"{label}: initial load")
     initial, mirrored = _warm_run(workdir, zone, "initial", memory_limit_gb)
     runs = []
     for number, path in enumerate(changes, start=1):
         (pending / path.name).rename(path)
         run, mirrored = _warm_run(workdir, zone, f"change-{number}", memory_limit_gb)
         runs.append(run)
-        _progress(f"{mode}: change file {number} in {run.seconds:.2f} s, merge "
-                  f"{run.phases['merge']:.2f} s")
-    check = verify_mirrored(table.files, mirrored, in_full=in_full)
-    return SizeRuns(rows, changes_per_file, readers,
-                    tuple(listed_features(DeltaTable(str(mirrored)))), initial.seconds,
-                    tuple(runs), check.ok, check.message, in_full)
+        progress(f"{label}: change file {number} in {run.seconds:.2f} s, merge "
+                 f"{run.phases['merge']:.2f} s")
+    return initial, runs, mirrored
 
 
 def _warm_run(workdir: Path, zone: Path, name: str,
