@@ -51,33 +51,84 @@ def change_log(staging: Location) -> ChangeLog:
 
 def replayed_rows(log: ChangeLog, through: int) -> str:
     """A query of the rows the changes at positions up to `through` imply: `_lm_position`
-    (of the change that wrote the row) and the data columns. Which changes survive is worked
-    out on the narrow columns (position, keys, marker, C); only then are their rows read."""
+    (of the change that wrote the row) and the data columns. Every staged insert, update and
+    upsert is kept but those superseded or skipped (`_superseded`): a key's rows can only be
+    superseded when it has several changes, and those are few, so the join that drops them
+    builds its table of them alone (the left side of a join is the side it builds)."""
     columns = ", ".join(f"rows.{quoted(name)}" for name in (POSITION, *log.data_columns))
+    if not log.keys:  # inserts only
+        return f"select {columns} from ({_staged(through)}) as rows"
     return f"""
 select {columns}
-from ({_staged(through)}) as rows
-join ({_surviving(log, through)}) as surviving on surviving.{POSITION_SQL} = rows.{POSITION_SQL}"""
+from ({_superseded(log, through)}) as superseded
+right join ({_staged(through)}) as rows on superseded.{POSITION_SQL} = rows.{POSITION_SQL}
+where superseded.{POSITION_SQL} is null and rows.{MARKER_SQL} <> {DELETE}"""
 
 
-def _surviving(log: ChangeLog, through: int) -> str:
-    """A query of the positions of the changes whose rows the table holds."""
-    if not log.keys:
-        return f"select {POSITION_SQL} from ({_staged(through)}) as inserted"
+def _superseded(log: ChangeLog, through: int) -> str:
+    """A query of the positions of the changes of keys with several changes whose rows the
+    table does not hold: each but the key's last update or upsert that took effect and the
+    inserts after its last update, upsert or delete that took effect."""
     keys = ", ".join(quoted(key) for key in log.keys)
+    marked = _effect_marked(log, through)
     return f"""
-select e.{POSITION_SQL}
-from ({effective_changes(log, through)}) as e
+select c.{POSITION_SQL}
+from ({marked}) as c
 left join (
     select {keys}, max({POSITION_SQL}) as _lm_last_replacing
-    from ({effective_changes(log, through)}) as replacing
-    where {MARKER_SQL} <> {INSERT}
+    from ({marked}) as replacing
+    where _lm_takes_effect and {MARKER_SQL} <> {INSERT}
     group by {keys}
-) as r on {_same_key(log.keys, "e", "r")}
-where (e.{MARKER_SQL} <> {INSERT} and e.{MARKER_SQL} <> {DELETE}
-       and e.{POSITION_SQL} = r._lm_last_replacing)
-   or (e.{MARKER_SQL} = {INSERT}
-       and (r._lm_last_replacing is null or e.{POSITION_SQL} > r._lm_last_replacing))"""
+) as r on {_same_key(log.keys, "c", "r")}
+where not (c._lm_takes_effect and (
+    (c.{MARKER_SQL} <> {INSERT} and c.{MARKER_SQL} <> {DELETE}
+     and c.{POSITION_SQL} = r._lm_last_replacing)
+    or (c.{MARKER_SQL} = {INSERT}
+        and (r._lm_last_replacing is null or c.{POSITION_SQL} > r._lm_last_replacing))))"""
+
+
+def _effect_marked(log: ChangeLog, through: int) -> str:
+    """The narrow changes of keys with several changes, each with whether it takes effect
+    (`_lm_takes_effect`; see `effective_changes`)."""
+    contested = _contested(log, through)
+    if log.conditional_column is None:
+        return f"select *, true as _lm_takes_effect from ({contested}) as contested"
+    return f"""
+select changes.*, {_reaches("changes", "marks", log.conditional_column)} as _lm_takes_effect
+from ({contested}) as changes
+left join ({_high_water_marks(log, contested)}) as marks
+    on marks.{POSITION_SQL} = changes.{POSITION_SQL}"""
+
+
+def _contested(log: ChangeLog, through: int) -> str:
+    """The narrow changes of the keys with more than one change up to `through`."""
+    keys = ", ".join(quoted(key) for key in log.keys)
+    return f"""
+select narrow.*
+from ({_narrow(log, through)}) as narrow
+join (select {keys} from ({_narrow(log, through)}) as counted
+      group by {keys} having count(*) > 1) as several
+    on {_same_key(log.keys, "narrow", "several")}"""
+
+
+def _high_water_marks(log: ChangeLog, changes: str) -> str:
+    """A query of the positions of `changes` with their key's high-water mark before them
+    (`_lm_high_water`: the largest C of the key's earlier changes)."""
+    keys = ", ".join(quoted(key) for key in log.keys)
+    assert log.conditional_column is not None
+    return f"""
+select {POSITION_SQL}, max({quoted(log.conditional_column)}) over (
+    partition by {keys} order by {POSITION_SQL}
+    rows between unbounded preceding and 1 preceding) as _lm_high_water
+from ({changes}) as positioned"""
+
+
+def _reaches(changes: str, marks: str, column: str) -> str:
+    """Whether a change takes effect against its key's high-water mark: an insert always, the
+    first change of a key always, otherwise when its C (not NULL) reaches the mark."""
+    order = quoted(column)
+    return (f"({changes}.{MARKER_SQL} = {INSERT} or {marks}._lm_high_water is null "
+            f"or ({changes}.{order} is not null and {changes}.{order} >= {marks}._lm_high_water))")
 
 
 def count_rows(tables: Mapping[str, Location], query: str) -> int:
@@ -111,29 +162,16 @@ def effective_changes(log: ChangeLog, through: int, *, wide: bool = False) -> st
     """A query of the staged changes up to `through` that take effect (their position, keys,
     marker and C; every column when `wide`): all of them, or with a ConditionalUpdateColumn,
     the inserts and the changes whose C reaches their key's high-water mark (NULL is lower
-    than any value; the first change of a key always does)."""
+    than any value; the first change of a key always does, so only keys with several changes
+    need their marks)."""
     staged = _staged(through) if wide else _narrow(log, through)
     if log.conditional_column is None or not log.keys:
         return staged
-    order = quoted(log.conditional_column)
-    keys = ", ".join(quoted(key) for key in log.keys)
     return f"""
 select changes.* from ({staged}) as changes
-left join (
-    select {POSITION_SQL}, max({order}) over (
-        partition by {keys} order by {POSITION_SQL}
-        rows between unbounded preceding and 1 preceding) as _lm_high_water
-    from (
-        select narrow.{POSITION_SQL}, {", ".join(f"narrow.{quoted(key)}" for key in log.keys)},
-               narrow.{order}
-        from ({_narrow(log, through)}) as narrow
-        join (select {keys} from ({_narrow(log, through)}) as counted
-              group by {keys} having count(*) > 1)
-            as several on {_same_key(log.keys, "narrow", "several")}
-    ) as positioned
-) as marks on marks.{POSITION_SQL} = changes.{POSITION_SQL}
-where changes.{MARKER_SQL} = {INSERT} or marks._lm_high_water is null
-   or (changes.{order} is not null and changes.{order} >= marks._lm_high_water)"""
+left join ({_high_water_marks(log, _contested(log, through))}) as marks
+    on marks.{POSITION_SQL} = changes.{POSITION_SQL}
+where {_reaches("changes", "marks", log.conditional_column)}"""
 
 
 def _staged(through: int) -> str:
