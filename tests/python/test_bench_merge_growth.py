@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from lakemirror.bench import command, merge_growth
 from lakemirror.bench.cli import bench as bench_command
 from lakemirror.bench.figures import Figures
+from bench_options import given_options
 from lakemirror.bench.generator import generate_zone
 from lakemirror.bench.merge_growth import MergeGrowth, SizeRuns, TimedRun, verify_mirrored
 from lakemirror.bench.reference_state import final_state, read_changes
@@ -53,13 +54,8 @@ def test_merge_growth_times_warm_runs_per_size_and_verifies_each_table(tmp_path,
 
 
 def test_the_options_reach_the_figure_and_it_is_off_by_default(tmp_path, monkeypatch):
-    given = {}
-    monkeypatch.setattr(command, "run_bench_command", lambda **options: given.update(options)
-                        or "done")
-    result = CliRunner().invoke(bench_command, ["--merge-growth", "1000000, 10000000",
-                                                "--merge-growth-changes", "500", "--dir",
-                                                str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    given = given_options(monkeypatch, ["--merge-growth", "1000000, 10000000",
+                                        "--merge-growth-changes", "500", "--dir", str(tmp_path)])
     assert given["merge_growth_rows"] == (1_000_000, 10_000_000)
     assert given["merge_growth_changes"] == 500
     assert given["merge_growth_copy_on_write"] is True

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from lakemirror.bench import command, merge_growth
 from lakemirror.bench.cli import bench as bench_command
 from lakemirror.bench.figures import Figures
+from bench_options import given_options
 from lakemirror.bench.verify_cost import scan_query, scan_table
 
 FIGURES_OFF = ("--contenders", "floor", "--no-freshness", "--no-idle", "--no-memory",
@@ -89,13 +90,8 @@ def test_a_scan_reads_every_column(tmp_path):
 
 
 def test_the_options_reach_the_figure_and_it_is_off_by_default(tmp_path, monkeypatch):
-    given = {}
-    monkeypatch.setattr(command, "run_bench_command", lambda **options: given.update(options)
-                        or "done")
-    result = CliRunner().invoke(bench_command, ["--verify-cost", "1000000, 10000000",
-                                                "--verify-cost-changes", "500", "--dir",
-                                                str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    given = given_options(monkeypatch, ["--verify-cost", "1000000, 10000000",
+                                        "--verify-cost-changes", "500", "--dir", str(tmp_path)])
     assert given["verify_cost_rows"] == (1_000_000, 10_000_000)
     assert given["verify_cost_changes"] == 500
     assert Figures().verify_cost_rows == () and Figures.smoke().verify_cost_rows == ()
