@@ -7,10 +7,11 @@ applied exactly up to S: `proof.diff`), and its changes, a delete per key it lac
 upsert per key it holds otherwise, are appended to the staging table in one Delta commit at
 positions S+1, S+2, ... in key order. Then, the lock released, a run of that one table applies
 them (`lakemirror resync` in `cli.proof`): the `mirror` strategy MERGEs them and records the
-batch, the history model records them, and change files staged later apply on top. Exactly once by construction: the replay then holds the staged
-changes, so resyncing again with the same snapshot stages nothing and only applies what is
-pending; a crash before the commit leaves the old state, one after it leaves the commit for the
-next run (which sees it pending: `lakemirror.resyncThrough`).
+batch, the history model records them, and change files staged later apply on top. Exactly
+once by construction: the replay then holds the staged changes, so resyncing again with the
+same snapshot stages nothing and only applies what is pending; a crash before the commit leaves
+the old state, one after it leaves the commit for the next run (which sees it pending:
+`lakemirror.resyncThrough`).
 """
 
 from __future__ import annotations

@@ -2,15 +2,14 @@
 staged changes imply.
 
 Per table, under its lock (so no run applies changes meanwhile): the changes up to the
-position the table's last applied batch recorded are replayed (`proof.replay`) and compared with
-the table, every column of every row (`proof.compare`); a table that differs there is compared
-again at any batch end a run claimed beyond it (a run that stopped between its MERGE and its
-bookkeeping). Staging compaction folds applied
-changes into the rows they made, after proving that the mirror equals their replay
-(`staging.compaction`), and records how far it folded: the mirror is proved as a whole, and the
-history versions that ended before that position, whose changes are gone, are named as not
-provable instead of compared. A source row count, when given, is compared with the replay at
-the file it was taken at, which tells the publisher's side from lakemirror's.
+position the table's last applied batch recorded are replayed (`proof.replay`) and compared
+with the table, every column of every row (`proof.compare`); a table that differs there is
+compared again at any batch end a run claimed beyond it (a run that stopped between its MERGE
+and its bookkeeping). Maintenance folds staged changes into the rows they made only after
+proving the mirror equals their replay, and records how far it folded: the mirror is proved as
+a whole, and the history versions that ended before that position, whose changes are gone, are
+named as not provable instead of compared. A source row count, when given, is compared with
+the replay at the file it was taken at, which tells the publisher's side from lakemirror's.
 """
 
 from __future__ import annotations
