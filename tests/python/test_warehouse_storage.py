@@ -27,6 +27,8 @@ ELSEWHERE = {
     "engine/": "the engine's state (LAKEMIRROR_HOME) and Delta's jars",
     "bench/": "the benchmark's own folders", "demo/": "the demo's folders",
     "generated_macros.py": "lakemirror's own dbt package, rendered by its developers",
+    "proof/snapshot.py": "a source snapshot the user gives resync, read through the landing "
+                         "zone's doors",
     "staging/parts.py": "a staging Delta table's data files, written by hand (Delta writes "
                         "go by location, not through the storage layer)",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -18,15 +19,14 @@ from lakemirror.storage.location import Location
 @click.argument("tables", nargs=-1, metavar="[SCHEMA.TABLE]...")
 @click.option("--warehouse", type=WAREHOUSE, required=True, envvar="LAKEMIRROR_WAREHOUSE",
               help="Warehouse folder or URL [env LAKEMIRROR_WAREHOUSE].")
-@click.option("--source-counts", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              default=None, metavar="FILE",
+@click.option("--source-counts", type=click.File(encoding="utf-8"), default=None, metavar="FILE",
               help='The source\'s row counts, JSON: {"schema.table": ROWS} or '
                    '{"schema.table": {"rows": ROWS, "sequence": FILE_NUMBER}}.')
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
               help="Seconds to wait for tables a run is working on [env LAKEMIRROR_LOCK_TIMEOUT].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def verify(tables: tuple[str, ...], warehouse: Location, source_counts: Path | None,
+def verify(tables: tuple[str, ...], warehouse: Location, source_counts: TextIO | None,
            lock_timeout: float, as_json: bool) -> None:
     """Prove each mirrored table (or the ones named) is exactly what its staged changes
     imply: a full replay compared with the table, every column of every row, and with its
@@ -38,7 +38,7 @@ def verify(tables: tuple[str, ...], warehouse: Location, source_counts: Path | N
 
     env = cli_settings()
     counts = None if source_counts is None else read_source_counts(
-        source_counts.read_text(encoding="utf-8"), origin=str(source_counts))
+        source_counts, origin=source_counts.name)
     proofs = verify_tables(warehouse_location(warehouse), [name.lower() for name in tables],
                            source_counts=counts, lock_timeout=lock_timeout,
                            lease_seconds=env.lease_seconds,

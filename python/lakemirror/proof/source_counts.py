@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from lakemirror.errors import ConfigError
 from lakemirror.landing import ROWS_PER_FILE
@@ -40,11 +40,11 @@ class SourceCheck:
         return self.replayed_rows == self.source_rows
 
 
-def read_source_counts(text: str, *, origin: str) -> dict[str, SourceCount]:
+def read_source_counts(file: TextIO, *, origin: str) -> dict[str, SourceCount]:
     """The counts of a count file (see the module), by lower-case name, as mirrored tables are
     named; a bad one is a ConfigError naming it."""
     try:
-        document = json.loads(text)
+        document = json.load(file)  # text that is not UTF-8 is a ValueError too
         if not isinstance(document, dict):
             raise ValueError("not a JSON object of table names")
         counts = {str(name).lower(): _count(value) for name, value in document.items()}
