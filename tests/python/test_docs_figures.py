@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from lakemirror.bench.figures_page import BLOCK, page_blocks, rendered_blocks
+from lakemirror.bench.figures_page import BLOCK, draw_plot, page_blocks, rendered_blocks
 from lakemirror.bench.figures_source import load_sets
 
 from conftest import REPO
@@ -193,3 +193,13 @@ def test_no_page_speaks_of_the_workshop(page):
 def test_a_workshop_word_planted_in_a_page_fails(line):
     page = (DOCS / "pages/running.md").read_text() + f"\n{line}\n"
     assert workshop_words(page) != []
+
+
+def test_the_plot_is_drawn_from_the_sweeps_committed_points(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the dev extra")
+    sets = load_sets(DOCS / "figures")
+    draw_plot(sets, tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+    points = sets["sweep"].documents[0]["plot"]
+    assert set(points) == {"table rows", "changes per file"}
+    assert all(len(values) == 3 for axis in points.values() for values in axis.values())

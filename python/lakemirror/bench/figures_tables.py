@@ -95,7 +95,7 @@ def _growth_rows(deletion_vectors: Document, copy_on_write: Document) -> list[tu
     copies = medians(copy_on_write, "copy-on-write")
     sizes = {size["table_rows"]: size for size in deletion_vectors["merge_growth"]["sizes"]}
     first = min(vectors)
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for rows_count, entry in sorted(vectors.items()):
         copy = copies.get(rows_count)
         peak = max(run["peak_rss_mb"] for run in sizes[rows_count]["runs"])

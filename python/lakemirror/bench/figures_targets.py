@@ -75,12 +75,16 @@ def _standard(sets: Mapping[str, FigureSet]) -> list[Target]:
     staging = measured(document, "staging")
     if staging:
         found.append(_staging_target("standard size", [staging]))
-    spark = contender(document, "spark")
-    if spark["verified"]:
-        ratio = spark["seconds"] / cold["seconds"]
-        found.append(Target("spark target against the embedded engine, standard size",
-                            f"{seconds(spark['seconds'])} against {seconds(cold['seconds'])}: "
-                            f"{times(ratio)}", "≤ 3×", ratio <= 3))
+    spark = next((result for result in document["contenders"] if result["name"] == "spark"),
+                 None)
+    if spark:
+        label = "spark target against the embedded engine, standard size"
+        if spark["verified"]:
+            ratio = spark["seconds"] / cold["seconds"]
+            found.append(Target(label, f"{seconds(spark['seconds'])} against "
+                                f"{seconds(cold['seconds'])}: {times(ratio)}", "≤ 3×", ratio <= 3))
+        else:
+            found.append(Target(label, f"not measured: {spark['message']}", "≤ 3×", None))
     return found
 
 
