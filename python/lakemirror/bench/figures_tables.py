@@ -36,7 +36,7 @@ def verify_cost_block(sets: Mapping[str, FigureSet]) -> str:
         for stage_index, stage in enumerate(size["stages"]):
             each = [sizes[index]["stages"][stage_index] for sizes in rounds]
             rows.append((f"{stage['mirrored_rows']:,}",
-                         f"{stage['stage']}: {stage['staged_rows']:,} rows",
+                         f"{stage['stage']}: {stage['staged_rows']:,}",
                          _joined(seconds(cost["verify"]["seconds"]) for cost in each),
                          _joined(seconds(cost["scan"]["seconds"]) for cost in each),
                          _joined(times(cost["ratio"]) for cost in each),
@@ -49,7 +49,7 @@ def verify_cost_block(sets: Mapping[str, FigureSet]) -> str:
         f"{size['table_rows']:,} rows" for index, size in enumerate(rounds[0]))
     return "\n\n".join((
         commands(sets, ["verify-cost"]), targets_table(sets, ["verify-cost"]),
-        table(("table rows", "staging", "verify", "one scan of the mirrored table",
+        table(("table rows", "staged rows", "verify", "one scan of the mirrored table",
                "verify / scan", "scan of staging", "verify's peak RSS"), rows),
         ("Every verify said ok." if every else "Not every verify said ok.")
         + f" `lakemirror maintain` itself (which proves the mirror before it folds staging) "
@@ -101,8 +101,8 @@ def _growth_rows(deletion_vectors: Document, copy_on_write: Document) -> list[tu
         peak = max(run["peak_rss_mb"] for run in sizes[rows_count]["runs"])
         rows.append((
             f"{rows_count:,}", f"{seconds(entry['merge'])} "
-            f"({times(entry['merge'] / vectors[first]['merge'])})", seconds(entry["seconds"]),
-            megabytes(peak),
+            f"({times(entry['merge'] / vectors[first]['merge'])})",
+            seconds(entry["phases"]["dbt_other"]), seconds(entry["seconds"]), megabytes(peak),
             f"{seconds(copy['merge'])} ({times(copy['merge'] / copies[first]['merge'])})"
             if copy else "not measured", seconds(copy["seconds"]) if copy else ""))
     return rows
@@ -124,10 +124,10 @@ def merge_growth_block(sets: Mapping[str, FigureSet]) -> str:
         f"The same {vectors['merge_growth']['changes_per_file']:,} changes a file into tables "
         "of each size (two warm runs each, one change file a run; the median merge phase and "
         "run; the peak of every process, the engine included):",
-        table(("table rows", "deletion vectors: merge (growth)", "run", "peak RSS",
+        table(("table rows", "deletion vectors: merge (growth)", "dbt_other", "run", "peak RSS",
                "copy-on-write: merge (growth)", "run"), _growth_rows(vectors, copies)),
         ("Every table verified" if every else "Not every table verified")
-        + f", {checks}. The initial loads, mirrored untimed by the figure: {loads}."))
+        + f", {checks}. The initial loads (before the figure's runs): {loads}."))
 
 
 def fixed_cost_block(sets: Mapping[str, FigureSet]) -> str:
