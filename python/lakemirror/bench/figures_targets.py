@@ -187,7 +187,8 @@ def _storage(document: Document) -> list[Target]:
                 f"storage, {mode}, after {storage['files']} files, `maintain` and the retention "
                 "window elapsed", f"staging {times(ratios['staging on disk/live'])}, mirrored "
                 f"{times(ratios['mirrored on disk/live'])} the live data on disk "
-                f"({times(ratios['mirrored current/live'])} current); "
+                f"({times(ratios['mirrored current/live'])} current; before `maintain` "
+                f"{times(storage['mirrored_before']['on_disk'] / storage['live_bytes'])}); "
                 f"{storage['rebuild_message']}", "≤ 2× live data on disk",
                 max(ratios["staging on disk/live"], ratios["mirrored on disk/live"]) <= 2
                 and bool(storage["rebuild_verified"])))
