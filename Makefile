@@ -1,5 +1,5 @@
 # The two commands of README, `make demo` and `make test`; `make docs` builds the documentation
-# site (docs/) into build/site.
+# site (docs/) into build/site; `make figures` renders performance.md's figures from docs/figures/.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= $(CURDIR)/demo
@@ -38,4 +38,8 @@ lint: install
 docs: install
 	$(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml
 
-.PHONY: install demo test lint docs
+# docs/pages/performance.md's figures and bench.png, from the bench's JSON in docs/figures/.
+figures: install
+	$(PY) -m lakemirror.bench.figures_page --docs docs
+
+.PHONY: install demo test lint docs figures

@@ -33,11 +33,13 @@ def plot_sweep(spec: BenchSpec, contenders: Sequence[str], directory: Path, plot
                 if contender.seconds is not None and contender.verified:
                     points.setdefault(contender.name, []).append((size, contender.seconds))
         sweeps[axis] = points
-    _draw(sweeps, plot_file)
+    draw_sweep(sweeps, plot_file)
     return sweeps
 
 
-def _draw(sweeps: dict[str, Any], plot_file: Path) -> None:
+def draw_sweep(sweeps: dict[str, Any], plot_file: Path) -> None:
+    """The sweeps' points, as `plot_sweep` returns them (and the bench's JSON holds them under
+    "plot"), drawn into `plot_file`."""
     import matplotlib
 
     matplotlib.use("Agg")
