@@ -14,7 +14,7 @@ def given_options(monkeypatch: Any, arguments: list[str]) -> dict[str, Any]:
     """The options `lakemirror bench ARGUMENTS` passes to `run_bench_command`."""
     given: dict[str, Any] = {}
     monkeypatch.setattr(command, "run_bench_command", lambda **options: given.update(options)
-                        or "done")
+                        or command.BenchReport("done", ()))
     result = CliRunner().invoke(bench_command, arguments)
     assert result.exit_code == 0, result.output
     return given

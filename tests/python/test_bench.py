@@ -31,7 +31,9 @@ def report(tmp_path_factory):
     """One smoke run of the whole benchmark, every figure on."""
     result = bench("--json", "--dir", str(tmp_path_factory.mktemp("bench")))
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    report = json.loads(result.output)
+    assert report["failures"] == []
+    return report
 
 
 def figure(report, name):
@@ -162,7 +164,7 @@ def test_storage_after_many_files_and_the_rebuild_equals_the_reference(report, n
 def test_the_report_compares_with_the_faster_verified_deltars_and_the_floor():
     """A hand-made run: the faster verified delta-rs contender is the best; one that failed
     verification is never compared."""
-    from lakemirror.bench.report import bench_json
+    from lakemirror.bench.report import bench_document
     from lakemirror.bench.runner import BenchResult, ContenderResult
     from lakemirror.bench.spec import BenchSpec
 
@@ -172,7 +174,7 @@ def test_the_report_compares_with_the_faster_verified_deltars_and_the_floor():
                   ContenderResult("delta-rs-batched", 1.6, verified=True),
                   ContenderResult("floor", 0.8, verified=True),
                   ContenderResult("spark", message="skipped: no jars"))
-    report = json.loads(bench_json(BenchResult(BenchSpec.smoke(), 8_000, contenders), {}))
+    report = bench_document(BenchResult(BenchSpec.smoke(), 8_000, contenders), {})
     assert report["best_deltars"] == "delta-rs-batched"
     assert report["ratios"] == {"lakemirror/best delta-rs": pytest.approx(2.5),
                                 "lakemirror/floor": pytest.approx(5.0),
@@ -181,7 +183,7 @@ def test_the_report_compares_with_the_faster_verified_deltars_and_the_floor():
     unverified = BenchResult(BenchSpec.smoke(), 8_000, (
         *contenders[:3], ContenderResult("delta-rs-batched", 1.6, verified=False),
         ContenderResult("floor", 0.8, verified=False)))
-    report = json.loads(bench_json(unverified, {}))
+    report = bench_document(unverified, {})
     assert report["best_deltars"] == "delta-rs"
     assert report["ratios"] == {"lakemirror/best delta-rs": pytest.approx(1.25),
                                 "lakemirror/floor": None,
@@ -255,10 +257,12 @@ def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypa
     monkeypatch.setattr(command, "FIGURES", (("storage", broken),
                                              ("memory", lambda *args: ({"peak": 1}, "peak 1"))))
     result = bench("--contenders", "floor", "--json", "--dir", str(tmp_path))
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    assert result.exit_code == 1, result.output  # and the failure is printed, on stderr
+    report = json.loads(result.stdout)
     assert report["storage"] == {"error": "OSError: disk full"}
     assert report["memory"] == {"peak": 1}
+    assert report["failures"] == ["storage: OSError: disk full"]
+    assert result.stderr.splitlines() == ["bench: 1 failed:", "  storage: OSError: disk full"]
 
 
 @pytest.mark.slow

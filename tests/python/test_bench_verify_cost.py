@@ -18,12 +18,12 @@ FIGURES_OFF = ("--contenders", "floor", "--no-freshness", "--no-idle", "--no-mem
                "--no-wide", "--no-storage", "--no-object-warehouse", "--no-staging")
 
 
-def _bench(tmp_path, *options):
+def _bench(tmp_path, *options, exit_code=0):
     result = CliRunner().invoke(bench_command, [
         "--smoke", *FIGURES_OFF, *options, "--json", "--dir", str(tmp_path)],
         catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)["verify_cost"]
+    assert result.exit_code == exit_code, result.output
+    return json.loads(result.stdout)["verify_cost"]
 
 
 @pytest.mark.slow
@@ -65,7 +65,8 @@ def test_a_verify_that_is_not_ok_fails_the_figure(tmp_path, monkeypatch):
         return initial, runs, mirrored
 
     monkeypatch.setattr(merge_growth, "mirror_file_by_file", mirror_then_delete_a_row)
-    cost = _bench(tmp_path, "--verify-cost", "2000", "--verify-cost-changes", "50")
+    cost = _bench(tmp_path, "--verify-cost", "2000", "--verify-cost-changes", "50",
+                  exit_code=1)
     assert cost["error"].startswith(
         "RuntimeError: verify cost: 2,000 rows, before maintain: verify did not say ok: ")
     assert "1 missing, 0 extra, 0 changed" in cost["error"]

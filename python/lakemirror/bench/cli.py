@@ -183,4 +183,9 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)
-    click.echo(report)
+    click.echo(report.text)
+    if report.failures:
+        click.secho(f"bench: {len(report.failures)} failed:", fg="red", err=True)
+        for failure in report.failures:
+            click.secho(f"  {failure}", fg="red", err=True)
+        sys.exit(1)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lakemirror.bench.failures import bench_failures
 from lakemirror.bench.figures import Figures
-from lakemirror.bench.report import bench_json, bench_text
+from lakemirror.bench.report import bench_document, bench_text
 from lakemirror.bench.runner import BenchResult, idle_contender, run_bench, workdir
 from lakemirror.bench.spec import BenchSpec
 from lakemirror.errors import ConfigError
@@ -20,12 +23,21 @@ CONTENDER_NAMES = ("lakemirror", "lakemirror-warm", "delta-rs", "delta-rs-batche
 Progress = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class BenchReport:
+    """The report the options asked for (text or one JSON document), and its failures
+    (bench/failures.py): the command exits 1 when there is any."""
+
+    text: str
+    failures: tuple[str, ...]
+
+
 def run_bench_command(*, rows: int | None, files: int | None, changes: int | None,
                       tables: int | None, op_mix: str | None, repeat_share: float | None,
                       seed: int | None, smoke: bool, contenders: str, freshness: bool,
                       memory_gb: float | None, plot_file: Path | None, directory: Path,
                       as_json: bool, progress: Progress, scale: int = 1,
-                      memory_limit_gb: float | None = None, **figures: Any) -> str:
+                      memory_limit_gb: float | None = None, **figures: Any) -> BenchReport:
     """Run the benchmark the options ask for, each contender under `memory_limit_gb`; returns
     the report (text or JSON). `figures` are Figures fields; those not given (or None) take the
     full or smoke defaults, but the CSV file's size follows `memory_gb` when only that is given."""
@@ -53,7 +65,14 @@ def run_bench_command(*, rows: int | None, files: int | None, changes: int | Non
 
         extra["plot"] = plot_sweep(spec, names, directory / "sweep", plot_file, progress)
         text.append(f"plot: {plot_file}")
-    return bench_json(result, extra) if as_json else "\n\n".join(text)
+    document = bench_document(result, extra)
+    failures = bench_failures(document)
+    if as_json:
+        return BenchReport(json.dumps({**document, "failures": failures}, indent=2),
+                           tuple(failures))
+    if failures:
+        text.append("\n".join(["failed:", *failures]))
+    return BenchReport("\n\n".join(text), tuple(failures))
 
 
 Figure = tuple[Any, str] | None  # (JSON value, text) of a figure measured, None when off

@@ -78,14 +78,15 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
                     delta_features: tuple[str, ...] = (),
                     readers: tuple[str, ...] = ()) -> Path:
-    """A copy of `items` of lakemirror's dbt project at `project`, so generated models stay
-    out of the project itself; its mirror models take `delta_features` and the reader set
-    `readers` (docs/pages/table-settings.md)."""
-    from lakemirror.service import PROJECT_DIR
+    """A copy of `items` of lakemirror's dbt package (the one installed: a wheel carries it,
+    a git clone is it) at `project`, so generated models stay out of the package; its mirror
+    models take `delta_features` and the reader set `readers` (docs/pages/table-settings.md)."""
+    from lakemirror.project.locate import dbt_package_dir
 
+    package = dbt_package_dir()
     project.mkdir(parents=True, exist_ok=True)
     for item in items:
-        source = PROJECT_DIR / item
+        source = package / item
         if source.is_dir():
             shutil.copytree(source, project / item)
         else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -13,10 +12,11 @@ RATIOS = tuple((name, other) for name in ("lakemirror", "lakemirror-warm")
                for other in (BEST_DELTARS, "floor"))
 
 
-def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
+def bench_document(result: BenchResult, extra: dict[str, Any]) -> dict[str, Any]:
+    """The report as `--json` prints it, before its failures are added."""
     spec = {field.name: getattr(result.spec, field.name) for field in fields(result.spec)}
     spec["op_mix"] = dict(result.spec.op_mix)
-    return json.dumps({
+    return {
         "spec": spec,
         "change_rows": result.change_rows,
         "contenders": [asdict(contender) for contender in result.contenders],
@@ -25,7 +25,7 @@ def bench_json(result: BenchResult, extra: dict[str, Any]) -> str:
         "memory_limit_gb": result.memory_limit_gb,
         "memory_limit_mechanism": MECHANISM if result.memory_limit_gb is not None else None,
         **extra,
-    }, indent=2)
+    }
 
 
 def bench_text(result: BenchResult) -> str:

@@ -86,9 +86,10 @@ def measure_wide_tables(directory: Path, widths: Sequence[int], rows: int, chang
         expected[columns] = final_state(read_changes(files))
         (pending / f"Wide{columns}").mkdir(parents=True)
         files[1].rename(pending / f"Wide{columns}" / files[1].name)
-    run = _runner(zone, directory / "warehouse", private_project(directory / "project"))
+    run = lakemirror_runner(zone, directory / "warehouse",
+                            private_project(directory / "project"))
     progress(f"wide: initial loads of {len(widths)} tables")
-    initial = run(())
+    initial = run((), reported=tuple(f"dbo.wide{columns}" for columns in widths))
     results = []
     for columns in widths:
         name = f"dbo.wide{columns}"
@@ -119,14 +120,17 @@ def _failed(columns: int, seconds: float | None, status: dict[str, object] | Non
                      f"{step}: {status.get('error')}")
 
 
-def _runner(zone: Path, warehouse: Path, project: Path
-            ) -> Callable[[tuple[str, ...]], dict[str, dict[str, object]]]:
+def lakemirror_runner(zone: Path, warehouse: Path, project: Path
+            ) -> Callable[..., dict[str, dict[str, object]]]:
     """`lakemirror run --json` on the zone (on the given tables, or all), in a cold process;
-    its tables' statuses by name, or a 'timed out' / failed-run status for each asked."""
+    its tables' statuses by name, or a 'timed out' / failed-run status (the run's exit code
+    and the end of its stderr) for each of the `reported` tables (by default, those asked)."""
     command = [*lakemirror_command(), "run", "--json", "--landing-zone", str(zone),
                "--warehouse", str(warehouse), "--project-dir", str(project)]
 
-    def run(tables: tuple[str, ...]) -> dict[str, dict[str, object]]:
+    def run(tables: tuple[str, ...], reported: tuple[str, ...] = ()
+            ) -> dict[str, dict[str, object]]:
+        reported = reported or tables
         selection = [argument for name in tables for argument in ("--table", name)]
         process = subprocess.Popen([*command, *selection], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -137,13 +141,13 @@ def _runner(zone: Path, warehouse: Path, project: Path
             process.communicate()
             return {name: {"status": "timed out",
                            "error": f"no result after {RUN_TIMEOUT_SECONDS} s"}
-                    for name in tables}
+                    for name in reported}
         try:
             return {f"{entry['schema']}.{entry['table']}": entry
                     for entry in json.loads(stdout)["tables"]}
         except (ValueError, KeyError, TypeError):
             error = f"exit code {process.returncode}: {stderr.strip()[-500:]}"
-            return {name: {"status": "failed", "error": error} for name in tables}
+            return {name: {"status": "failed", "error": error} for name in reported}
     return run
 
 
