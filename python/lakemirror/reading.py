@@ -5,7 +5,6 @@ reader feature a mirror uses (deletion vectors, column mapping); delta-rs's pyar
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -56,7 +55,7 @@ def read_table(warehouse: str | Path | ObjectLocation, table: str, *,
 
 def _location(warehouse: str | Path | ObjectLocation,
               options: Mapping[str, str] | None) -> Location:
-    storage = read_storage_settings(os.environ)
+    storage = read_storage_settings()
     if options is not None:
         storage = replace(storage, options=MappingProxyType(dict(options)))
     return warehouse_location(warehouse, storage=storage)

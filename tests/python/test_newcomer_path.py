@@ -83,3 +83,15 @@ def test_from_a_wheel_to_the_mirrored_table_in_pandas(tmp_path):
     assert "deletionVectors" in (DeltaTable(str(table)).protocol().reader_features or [])
     assert deletion_vectors_added(table) > 0
     assert json.loads(run("python", "-c", READ_IN_PANDAS, cwd=work)) == EXPECTED
+
+    run("lakemirror", "engine", "start", cwd=project)  # dbt show, as the page shows it
+    try:
+        shown = run("python", "-c", "from dbt.cli.main import cli; cli()", "show", "--inline",
+                    "select * from {{ ref('sales__orderlines') }}", cwd=project)
+    finally:
+        run("lakemirror", "engine", "stop", cwd=project)
+    header, *rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+                     for line in shown.splitlines() if line.startswith("|") and "---" not in line]
+    columns = list(EXPECTED[0])
+    assert sorted(tuple(row[header.index(name)] for name in columns) for row in rows) == [
+        tuple(str(expected[name]) for name in columns) for expected in EXPECTED], shown
