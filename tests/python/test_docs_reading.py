@@ -32,9 +32,12 @@ def examples(kind: str) -> list[str]:
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding `warehouse`, whose dbo.customers had an update and a delete applied
-    by a MERGE, as deletion vectors."""
+    by a MERGE, as deletion vectors; with its history table."""
     root = tmp_path_factory.mktemp("reading")
     zone, service = mirror_setup(root)
+    project = service.settings.project_dir / "dbt_project.yml"
+    project.write_text(project.read_text().replace(
+        "vars:\n", "vars:\n  lakemirror_history: ['dbo.customers']\n"))
     zone.table("Customers", ["id"])
     zone.write("Customers", 1, [{"id": 1, "name": "Ada", M: 0}, {"id": 2, "name": "Grace", M: 0},
                                 {"id": 3, "name": "Edsger", M: 0}], SCHEMA)
@@ -100,6 +103,19 @@ def test_read_table_drops_bookkeeping_unless_asked_and_picks_columns(mirrored):
     assert kept.column_names == ["id", "name", "_lm_position"]
     assert lakemirror.read_table(warehouse, "dbo.customers", columns=["name", "id"]
                                  ).column_names == ["name", "id"]
+
+
+@pytest.mark.slow
+def test_read_table_reads_the_history_table_with_its_version_columns(mirrored):
+    versions = lakemirror.read_table(mirrored / "warehouse", "dbo.Customers__History",
+                                     columns=["id", "name", "_lm_is_current", "_lm_is_deleted"])
+    assert sorted(versions.to_pylist(), key=lambda row: (row["id"], row["_lm_is_current"])) == [
+        {"id": 1, "name": "Ada", "_lm_is_current": False, "_lm_is_deleted": False},
+        {"id": 1, "name": "Ada L.", "_lm_is_current": True, "_lm_is_deleted": False},
+        {"id": 2, "name": "Grace", "_lm_is_current": False, "_lm_is_deleted": True},
+        {"id": 3, "name": "Edsger", "_lm_is_current": True, "_lm_is_deleted": False}]
+    assert "_lm_valid_from" in lakemirror.read_table(mirrored / "warehouse",
+                                                     "dbo.customers__history").column_names
 
 
 @pytest.mark.slow
