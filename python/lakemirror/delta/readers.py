@@ -142,7 +142,7 @@ DELTA_RS_PYARROW = replace(
 # refuses column mapping and v2 checkpoints (measured as above with polars 2.1.0); polars
 # writes (write_delta) through delta-rs.
 POLARS = replace(
-    DELTA_RS, name="polars", description="polars 2.x: read_delta, scan_delta",
+    DELTA_RS, name="polars", description="polars 2.1 and later: read_delta, scan_delta",
     readable=frozenset({"deletionVectors", "timestampNtz"}),
     source="measured with polars 2.1.0; https://docs.pola.rs/api/python/stable/reference/"
            "api/polars.scan_delta.html")
