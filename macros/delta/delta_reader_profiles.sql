@@ -11,7 +11,7 @@
             'delta-2.3': true, 'delta-2.4': true, 'delta-3.0': true, 'delta-3.2': true,
             'delta-4.0': true, 'dbr-10.4': false, 'dbr-12.2': true, 'dbr-13.3': true,
             'dbr-14.3': true, 'dbr-15.4': true, 'fabric': true, 'duckdb': true, 'trino': true,
-            'delta-rs': true, 'delta-rs-pyarrow': false, 'sail-0.7': true,
+            'delta-rs': true, 'delta-rs-pyarrow': false, 'polars': true, 'sail-0.7': true,
         },
     }) }}
 {% endmacro %}

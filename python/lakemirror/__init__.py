@@ -5,7 +5,7 @@ Kept light so `lakemirror --help` starts at once: heavy parts load on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakemirror.conflicts import Conflict, ConflictKind, classify_conflict
 from lakemirror.errors import (
@@ -16,8 +16,10 @@ from lakemirror.errors import (
     LockTimeoutError,
     SchemaChangeError,
 )
+from lakemirror.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from lakemirror.reading import read_table
     from lakemirror.service import MirrorService, RunSettings
     from lakemirror.status import TableStatus
 
@@ -25,17 +27,12 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError", "Conflict", "ConflictKind", "EngineError", "LakemirrorError",
     "LandingZoneError", "LockTimeoutError", "MirrorService", "RunSettings", "SchemaChangeError",
-    "TableStatus", "classify_conflict",
+    "TableStatus", "classify_conflict", "read_table",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("MirrorService", "RunSettings"):
-        from lakemirror import service
-
-        return getattr(service, name)
-    if name == "TableStatus":
-        from lakemirror.status import TableStatus
-
-        return TableStatus
-    raise AttributeError(name)
+__getattr__ = lazy_exports(__name__, {
+    "reading": ("read_table",),
+    "service": ("MirrorService", "RunSettings"),
+    "status": ("TableStatus",),
+})

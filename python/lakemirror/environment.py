@@ -128,9 +128,10 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Settings:
         storage=read_storage_settings(env))
 
 
-def read_storage_settings(env: Mapping[str, str]) -> StorageSettings:
-    """The storage options configured in `env` (the variable's names win over its file's)
-    and its cloud SDK variables."""
+def read_storage_settings(environ: Mapping[str, str] | None = None) -> StorageSettings:
+    """The storage options configured in `environ` (this process's environment by default;
+    the variable's names win over its file's) and its cloud SDK variables."""
+    env = os.environ if environ is None else environ
     return StorageSettings(
         options=MappingProxyType({**_storage_options_file(env), **_storage_options(env)}),
         variables=MappingProxyType({name: value for name, value in env.items()

@@ -29,6 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer.split()) for layer in
     "dbt_runner table_scope status binding recovery generated_macros",
     "table_outcome monitor",
     "proof",  # verify and resync's staging: above what they read, below maintenance
+    "reading",  # lakemirror.read_table: a warehouse's tables, for users
     "idle maintenance",
     "run",
     "service",

@@ -7,10 +7,12 @@ notes), and Databricks Runtime 12.2 LTS (docs.databricks.com/delta/feature-compa
 """
 
 import json
+import textwrap
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from click.testing import CliRunner
 from deltalake import DeltaTable, TableFeatures, write_deltalake
 
@@ -187,9 +189,13 @@ def test_doctor_checks_the_default_reader_set_which_reads_deletion_vectors(wareh
     assert ("readers: delta-3.0, delta-4.0, dbr-14.3, fabric, duckdb, trino, delta-rs "
             "(the default set)") in result.output
     assert "new mirrored tables: deletion vectors (every reader above reads them)" in result.output
+    assert ("  delta-rs   delta-rs (deltalake) 1.x through its SQL engine: QueryBuilder, "
+            "lakemirror.read_table\n") in result.output
+    assert "  duckdb     DuckDB's delta extension (delta_scan" in result.output
     assert "dbo.dv (model, protocol 3/7, deletion vectors)" in result.output
     assert "dbo.plain (mirrored, protocol 1/2)\n" in result.output
     assert "0 of 7 tables unreadable" in result.output
+    assert "lakemirror_readers" not in result.output  # no advice: every reader reads them
 
 
 def test_a_reader_set_with_delta_rs_pyarrow_keeps_copy_on_write(warehouse, monkeypatch):
@@ -199,6 +205,16 @@ def test_a_reader_set_with_delta_rs_pyarrow_keeps_copy_on_write(warehouse, monke
     assert ("new mirrored tables: copy-on-write, no deletion vectors: delta-rs-pyarrow cannot "
             "read them") in result.output
     assert "readers: delta-4.0, delta-rs-pyarrow\n" in result.output
+    assert ("  delta-rs-pyarrow  delta-rs (deltalake) 1.x's pyarrow readers: "
+            "DeltaTable.to_pyarrow_table, to_pyarrow_dataset, to_pandas") in result.output
+    advice = result.output[result.output.index("to keep new mirrored tables copy-on-write"):]
+    assert advice.startswith("to keep new mirrored tables copy-on-write for delta-rs-pyarrow, "
+                             "give runs this reader set in dbt_project.yml:\n")
+    pasted = "\n".join(advice.splitlines()[1:3])  # the lines a user pastes
+    assert yaml.safe_load(textwrap.dedent(pasted)) == {
+        "vars": {"lakemirror_readers": ["delta-4.0", "delta-rs-pyarrow"]}}
+    assert "LAKEMIRROR_READERS=delta-4.0,delta-rs-pyarrow in the environment" in advice
+    assert "lakemirror.read_table(warehouse, 'schema.table')" in advice
     tables = {table["table"]: table for table in json.loads(
         run_cli("doctor", "--warehouse", str(warehouse), "--json").stdout)}
     assert tables["dbo.dv"]["deletion_vectors"] and not tables["dbo.plain"]["deletion_vectors"]
@@ -207,6 +223,7 @@ def test_a_reader_set_with_delta_rs_pyarrow_keeps_copy_on_write(warehouse, monke
     [pyarrow] = [reader for reader in tables["dbo.dv"]["readers"]
                  if reader["profile"] == "delta-rs-pyarrow"]
     assert pyarrow["cannot_read"] == ["deletionVectors"]
+    assert pyarrow["description"].startswith("delta-rs (deltalake) 1.x's pyarrow readers")
 
 
 @pytest.mark.slow
@@ -228,3 +245,20 @@ def test_inspect_and_doctor_on_a_mirrored_warehouse(tmp_path):
     result = run_cli("doctor", "--readers", "sail-0.7,delta-rs,dbr-12.2",
                      "--warehouse", str(service.settings.warehouse))
     assert result.exit_code == 0, result.output
+
+
+def test_the_polars_profile_says_what_polars_reads(warehouse):
+    """The profile against polars itself: it reads the tables the profile says it reads (the
+    one with deletion vectors among them) and refuses the others (column mapping)."""
+    import polars as pl
+
+    _, verdicts = doctor_json(warehouse, "polars")
+    read = {}
+    for name in ("dbo.plain", "dbo.cdf", "dbo.dv", "sales.mapped", "analytics.mart"):
+        try:
+            read[name] = pl.read_delta(str(warehouse.joinpath(*name.split(".")))).height >= 2
+        except Exception as error:  # polars raises delta-rs's DeltaProtocolError
+            assert "not support" in str(error), error
+            read[name] = False
+    assert read == {name: verdicts[name]["polars"]["can_read"] for name in read}
+    assert not read["sales.mapped"] and read["dbo.dv"]

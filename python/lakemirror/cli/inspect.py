@@ -10,6 +10,7 @@ from typing import Any
 
 from lakemirror.delta import (
     DEFAULT_READERS,
+    PROFILES,
     Commit,
     ReaderProfile,
     TableLog,
@@ -86,7 +87,9 @@ def doctor_json(results: Sequence[TableReaders]) -> str:
         "deletion_vectors": result.deletion_vectors,
         **({"copy_on_write_because": list(result.copy_on_write_because)}
            if result.log.table.kind == "mirrored" else {}),
-        "readers": [{"profile": verdict.profile, "can_read": not verdict.cannot_read,
+        "readers": [{"profile": verdict.profile,
+                     "description": PROFILES[verdict.profile].description,
+                     "can_read": not verdict.cannot_read,
                      "can_write": not verdict.cannot_write,
                      "cannot_read": list(verdict.cannot_read),
                      "cannot_write": list(verdict.cannot_write)}
@@ -101,6 +104,7 @@ def doctor_text(results: Sequence[TableReaders]) -> str:
     profiles = [verdict.profile for verdict in results[0].verdicts]
     default = " (the default set)" if tuple(profiles) == DEFAULT_READERS else ""
     lines = [f"readers: {', '.join(profiles)}{default}"]
+    lines += [f"  {name:<{width}}  {PROFILES[name].description}" for name in profiles]
     blockers = next((result.copy_on_write_because for result in results
                      if result.log.table.kind == "mirrored"), None)
     if blockers is not None:
@@ -114,7 +118,26 @@ def doctor_text(results: Sequence[TableReaders]) -> str:
             lines.append(f"  {verdict.profile:<{width}}  {_verdict_text(verdict)}")
     unreadable = sum(result.unreadable for result in results)
     lines.append(f"{unreadable} of {len(results)} tables unreadable for a named reader")
+    if blockers:
+        lines += _deletion_vector_advice(profiles, blockers)
     return "\n".join(lines)
+
+
+def _deletion_vector_advice(profiles: Sequence[str], blockers: Sequence[str]) -> list[str]:
+    """How to keep new mirrored tables free of deletion vectors for `blockers`, readers of
+    the set `profiles` that cannot read them, as lines to paste; and what a table that has
+    them already can do."""
+    return [
+        f"to keep new mirrored tables copy-on-write for {', '.join(blockers)}, give runs this "
+        "reader set in dbt_project.yml:",
+        "  vars:",
+        f"    lakemirror_readers: [{', '.join(profiles)}]",
+        "  (or LAKEMIRROR_READERS=" + ",".join(profiles) + " in the environment of "
+        "`lakemirror run`; for one model: +tblproperties: {delta.enableDeletionVectors: false})",
+        "a table that has deletion vectors keeps them until it is rebuilt (--full-refresh) or "
+        "the feature is dropped (lakemirror.drop_feature, on Spark); delta-rs's SQL engine reads "
+        "it meanwhile: lakemirror.read_table(warehouse, 'schema.table')",
+    ]
 
 
 def _new_mirrored_tables_text(blockers: Sequence[str]) -> str:

@@ -3,7 +3,8 @@ and the default reader set that decides whether new mirrored tables get deletion
 
 OSS Delta, Databricks, Fabric, DuckDB and Trino profiles follow the vendors' feature tables
 (each profile cites its page); delta-rs and Sail were measured: a table whose log lists one
-feature, then a read and an append with the installed deltalake 1.6.6 and pysail 0.7.2.
+feature, then a read and an append with the installed deltalake 1.6.6 and pysail 0.7.2 (and a
+read with polars 2.1.0).
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ DBR_15_4 = _adds(DBR_14_3, "dbr-15.4", "Databricks Runtime 15.4 LTS", DATABRICKS
 # its pyarrow readers (`to_pyarrow_table`, `to_pyarrow_dataset`, and tools built on them) are
 # stricter: no columnMapping, deletionVectors or v2Checkpoint (DeltaProtocolError).
 DELTA_RS = ReaderProfile(
-    "delta-rs", "deltalake (delta-rs) Python 1.x through its SQL engine (QueryBuilder)", 3, 7,
+    "delta-rs", "delta-rs (deltalake) 1.x through its SQL engine: QueryBuilder, "
+    "lakemirror.read_table", 3, 7,
     frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
                "variantType"}),
     frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
@@ -133,8 +135,17 @@ DELTA_RS = ReaderProfile(
     "measured with deltalake 1.6.6; https://delta-io.github.io/delta-rs/")
 DELTA_RS_PYARROW = replace(
     DELTA_RS, name="delta-rs-pyarrow",
-    description="deltalake (delta-rs) Python 1.x: to_pyarrow_table / to_pyarrow_dataset",
+    description="delta-rs (deltalake) 1.x's pyarrow readers: DeltaTable.to_pyarrow_table, "
+    "to_pyarrow_dataset, to_pandas, and tools built on them",
     readable=DELTA_RS.readable - {"columnMapping", "deletionVectors", "v2Checkpoint"})
+# polars' own Delta reader (read_delta, scan_delta) applies deletion vectors itself and
+# refuses column mapping and v2 checkpoints (measured as above with polars 2.1.0); polars
+# writes (write_delta) through delta-rs.
+POLARS = replace(
+    DELTA_RS, name="polars", description="polars 2.1 and later: read_delta, scan_delta",
+    readable=frozenset({"deletionVectors", "timestampNtz"}),
+    source="measured with polars 2.1.0; https://docs.pola.rs/api/python/stable/reference/"
+           "api/polars.scan_delta.html")
 
 # Other readers, from their vendors' feature tables; only what they document reading counts.
 FABRIC = replace(
@@ -143,7 +154,8 @@ FABRIC = replace(
     readable=frozenset({"columnMapping", "deletionVectors"}),
     source="https://learn.microsoft.com/fabric/fundamentals/delta-lake-interoperability")
 DUCKDB = ReaderProfile(
-    "duckdb", "DuckDB's delta extension (Delta Kernel), reads and blind inserts", 3, 7,
+    "duckdb", "DuckDB's delta extension (delta_scan, on Delta Kernel): reads, blind inserts",
+    3, 7,
     frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint"}),
     frozenset({"appendOnly", "invariants"}),
     "https://duckdb.org/docs/extensions/delta.html")
@@ -169,7 +181,7 @@ SAIL_0_7 = ReaderProfile(
 PROFILES: dict[str, ReaderProfile] = {profile.name: profile for profile in (
     DELTA_1_0, DELTA_1_2, DELTA_2_0, DELTA_2_2, DELTA_2_3, DELTA_2_4, DELTA_3_0, DELTA_3_2,
     DELTA_4_0, DBR_10_4, DBR_12_2, DBR_13_3, DBR_14_3, DBR_15_4, FABRIC, DUCKDB, TRINO, DELTA_RS,
-    DELTA_RS_PYARROW, SAIL_0_7)}
+    DELTA_RS_PYARROW, POLARS, SAIL_0_7)}
 
 # The readers of today that lakemirror's defaults must keep reading the tables: Delta Lake on
 # Spark 3.x/4.x, Databricks Runtime 14.3 LTS and later, Fabric, DuckDB, Trino, delta-rs 1.x
