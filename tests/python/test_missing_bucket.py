@@ -88,8 +88,13 @@ def files_under(folder):
     return sorted(path.relative_to(folder) for path in folder.rglob("*"))
 
 
-def test_status_of_a_warehouse_in_a_missing_bucket(invoke, missing):
-    assert_configuration_error(invoke("status", "--warehouse", missing), missing,
+@pytest.mark.parametrize("command", [["status"], ["inspect"], ["maintain"], ["doctor"],
+                                     ["restore"], ["restore", "dbo.customers"]])
+def test_commands_on_a_warehouse_in_a_missing_bucket(invoke, missing, command):
+    assert_configuration_error(invoke(*command, "--warehouse", missing), missing,
                                "LAKEMIRROR_WAREHOUSE")
+
+
+def test_the_json_error_document_names_its_kind(invoke, missing):
     error = json.loads(invoke("status", "--json", "--warehouse", missing).stdout)["error"]
     assert error["kind"] == "MissingBucketError" and missing in error["message"], error
