@@ -61,6 +61,19 @@ class ProjectParseError(ConfigError):
         self.node = node
 
 
+class MissingBucketError(ConfigError):
+    """The bucket or container (`noun`: "bucket", "container" or "workspace") that a landing
+    zone or warehouse (`role`) at `url` lies in does not exist: lakemirror never creates one."""
+
+    def __init__(self, message: str, *, url: str, noun: str, bucket: str, role: str,
+                 hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.url = url
+        self.noun = noun
+        self.bucket = bucket
+        self.role = role
+
+
 class RefusedError(LakemirrorError):
     """A command refused, as asked, to protect the data (exit code 3): nothing was written
     or dropped; the message says what a person must decide."""

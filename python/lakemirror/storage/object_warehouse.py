@@ -166,9 +166,9 @@ def _os_errors(where: str) -> Iterator[None]:
 
     try:
         yield
-    except (NotFoundError, FileNotFoundError) as error:
-        raise FileNotFoundError(f"{where}: not found") from error
-    except BaseError as error:
-        if is_missing_bucket(error):
+    except (BaseError, FileNotFoundError) as error:
+        if is_missing_bucket(error):  # S3 answers NoSuchBucket with a 404, as a missing key
             raise missing_bucket_error(where, "warehouse") from None
+        if isinstance(error, (NotFoundError, FileNotFoundError)):
+            raise FileNotFoundError(f"{where}: not found") from error
         raise OSError(f"{where}: {redact(str(error).splitlines()[0])}") from error
