@@ -2,6 +2,8 @@
 dbt's profiles and lakemirror's dbt package are, and the configuration block of the docs."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,38 @@ def test_any_dbt_command_mends_a_package_link_into_another_environment(tmp_path)
     assert (project / "dbt_packages/lakemirror/dbt_project.yml").is_file()
     lock = yaml.safe_load((project / "package-lock.yml").read_text())
     assert lock["packages"] == [{"local": ".lakemirror/dbt_package", "name": "lakemirror"}]
+
+
+@pytest.mark.slow
+def test_a_fresh_project_warns_of_nothing_and_keeps_dbts_own_files_out_of_git(
+        tmp_path, monkeypatch):
+    """dbt's first commands in a project fresh from `lakemirror init` (no model, seed or
+    snapshot yet), then with its first mirror model, warn of no unused configuration; what
+    dbt writes there for one machine (.user.yml next to profiles.yml, target/, logs/) and the
+    package link stay out of git."""
+    from lakemirror.codegen.models import MirrorModel, write_model
+
+    project = tmp_path / "my_project"
+    monkeypatch.setenv("LAKEMIRROR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LAKEMIRROR_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.delenv("DBT_PROFILES_DIR", raising=False)
+    init_project(project)
+
+    def dbt_parse():
+        parsed = subprocess.run([str(Path(sys.executable).parent / "dbt"), "parse"],
+                                cwd=project, capture_output=True, text=True, timeout=300)
+        assert parsed.returncode == 0, parsed.stdout
+        return parsed.stdout.lower()
+
+    assert "unused configuration paths" not in dbt_parse()
+    write_model(project, MirrorModel("dbo", "customers", ("id",)))
+    assert "unused configuration paths" not in dbt_parse()
+
+    (project / ".user.yml").write_text("id: a-machine\n")  # where dbt keeps its user id
+    subprocess.run(["git", "init", "--quiet"], cwd=project, check=True)
+    listed = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=project,
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(listed) == [".gitignore", "dbt_project.yml", "macros/lakemirror.sql",
+                              "models/mirror/dbo/dbo__customers.sql",
+                              "models/mirror/dbo/dbo__customers.yml", "package-lock.yml",
+                              "packages.yml", "profiles.yml"]

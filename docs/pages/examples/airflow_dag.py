@@ -7,10 +7,12 @@ deploy.md's "Running unattended" documents it. The task functions are plain Pyth
 from any scheduler, or from a test); only the block at the end is Airflow's, and it is skipped
 where Airflow is not installed.
 
-The worker needs lakemirror installed (`pip install lakemirror`), the dbt project checked out at
-LAKEMIRROR_PROJECT_DIR with `dbt deps` run once after each checkout, and the usual settings in its
-environment: LAKEMIRROR_LANDING_ZONE, LAKEMIRROR_WAREHOUSE and, for a project that mirrors
-several warehouses, LAKEMIRROR_WAREHOUSE_NAME.
+The worker needs lakemirror installed (the wheel you developed with, `pip install
+lakemirror-0.1.0-py3-none-any.whl`, or from your own package index: lakemirror is not on PyPI),
+the dbt project checked out at LAKEMIRROR_PROJECT_DIR with `dbt deps` run once after each
+checkout, and the usual settings in its environment: LAKEMIRROR_LANDING_ZONE,
+LAKEMIRROR_WAREHOUSE and, for a project that mirrors several warehouses,
+LAKEMIRROR_WAREHOUSE_NAME.
 """
 
 from __future__ import annotations

@@ -70,8 +70,8 @@ def start(project_dir: Path | None, port: int | None, warehouse: Location | None
                    "too; `lakemirror engine stop` in that project ends it", err=True)
     click.echo(f"engine running at sc://localhost:{address.port}\n"
                f"for dbt: export LAKEMIRROR_ENGINE_PORT={address.port} "
-               f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'} (in lakemirror's "
-               "repository also DBT_PROFILES_DIR=$PWD/profiles)\n" + _access_text(running))
+               f"LAKEMIRROR_WAREHOUSE={warehouse or '<absolute path>'}\n"
+               + _access_text(running))
 
 
 @engine.command()

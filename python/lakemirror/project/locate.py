@@ -18,8 +18,8 @@ def dbt_package_dir() -> Path:
         if (folder / "dbt_project.yml").is_file() and (folder / "macros").is_dir():
             return folder
     raise ConfigError("lakemirror's dbt package is missing from this installation",
-                      hint="reinstall lakemirror (pip install lakemirror, or pip install -e . "
-                           "in a git clone)")
+                      hint="reinstall lakemirror (its wheel, or pip install -e . in a git "
+                           "clone)")
 
 
 def profiles_dir(project_dir: Path, configured: Path | None) -> Path:

@@ -5,7 +5,7 @@ packages.yml names `.lakemirror/dbt_package`, a path inside the project; that pa
 machine. `lakemirror init` makes it, and lakemirror's dbt plugin (`dbt_lakemirror`) makes or
 mends it at the start of every dbt command in a project that names it, `dbt deps` included. So
 packages.yml and the package-lock.yml dbt writes from it (dbt locks a local package by the
-path packages.yml gives) hold no machine's path, and after `pip install lakemirror` on any
+path packages.yml gives) hold no machine's path, and once lakemirror is installed on any
 machine, `dbt deps` links the package as for any dbt project.
 """
 

@@ -63,6 +63,13 @@ snapshot-paths: ["snapshots"]
 analysis-paths: ["analyses"]
 clean-targets: ["target", "dbt_packages"]
 
+# dbt warns of configuration that applies to no model, seed or snapshot: lakemirror's lines
+# below do so in a new project (models until the first `lakemirror run`, seeds and snapshots
+# until you add one). Remove these lines to hear of unused paths again.
+flags:
+  warn_error_options:
+    silence: [UnusedResourceConfigPath]
+
 $block""")
 
 PACKAGES_YML = f"""\
@@ -110,6 +117,7 @@ target/
 dbt_packages/
 logs/
 {PACKAGE_LINK.split("/")[0]}/
+.user.yml
 """
 
 
