@@ -143,6 +143,23 @@ def test_every_shell_example_runs_in_a_users_project_from_the_wheel(tmp_path, wh
     assert "unused configuration paths" not in ran.stdout.lower(), ran.stdout
 
 
+def commands(blocks: tuple[str, ...]) -> list[str]:
+    return [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()
+            if line.strip()]
+
+
+def test_the_readmes_own_project_is_getting_starteds_tested_example():
+    """The README's five minutes, from `lakemirror init` to the table in pandas, are the
+    commands of getting-started.md's examples, which the test above runs."""
+    readme = (REPO / "README.md").read_text()
+    [block] = re.findall(r"## Your own project in five minutes\n\n```bash\n(.*?)```", readme,
+                         re.DOTALL)
+    [session] = [session for session in shell_sessions()
+                 if session.page == "getting-started.md"]
+    assert commands((block,)) == commands(session.blocks)
+    assert "read_table" in block and "to_pandas()" in block
+
+
 def test_running_md_quotes_what_inspect_prints_for_an_unset_isolation_level():
     page = " ".join((PAGES / "running.md").read_text().split())
     assert f"`{UNSET_ISOLATION_LEVEL}`" in page
