@@ -44,7 +44,7 @@
     {{ exceptions.raise_compiler_error(
         "lakemirror: model " ~ model.name ~ " cannot take the changes of " ~ mirror.name
         ~ " since its last build: " ~ reason ~ ". Rebuild it: dbt run --full-refresh "
-        ~ "--select " ~ model.name ~ " (or lakemirror run --full-refresh).") }}
+        ~ "--select " ~ model.name ~ ".") }}
 {% endmacro %}
 
 {#-- The position staging compaction folded `mirror`'s changes through (0 when never), as every

@@ -8,16 +8,14 @@ from __future__ import annotations
 import random
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 
-from lakemirror.cli.main import cli
-from lakemirror.landing import sequence_file_name
+from lakemirror.run.build import build
+from lakemirror.run.log import RunLog
 from lakemirror.reference import ROW_MARKER as M
 from lakemirror.reference import apply_changes
 
-from conftest import as_multiset, copy_project, mirrored_rows
+from conftest import as_multiset, mirror_setup, mirrored_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
@@ -43,6 +41,7 @@ MODELS = {
                   extra="c._lm_change, c._lm_position"),
     "rebuilt": SELECT.format(source="{{ ref('dbo__customers') }}", extra="1 as one"),
 }
+FAILING_HOOK = "{{ config(post_hook='insert into no_such_table values (1)') }}\n"
 
 
 def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, object]]]:
@@ -67,8 +66,12 @@ def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, o
     return stream
 
 
-def project_with_models(tmp_path):
-    project = copy_project(tmp_path / "project")
+def mirror_with_models(root):
+    """A landing zone with dbo.customers, and a service whose project holds MODELS and their
+    seed."""
+    zone, service = mirror_setup(root)
+    zone.table("Customers", ["id"])
+    project = service.settings.project_dir
     (project / "models/user").mkdir(parents=True)
     for name, sql in MODELS.items():
         (project / f"models/user/{name}.sql").write_text(sql)
@@ -76,44 +79,46 @@ def project_with_models(tmp_path):
         "country_code,region\nUS,Americas\nDE,Europe\nFR,Europe\n")
     (project / "seeds/_user_seeds.yml").write_text(
         "version: 2\nseeds:\n  - name: user_regions\n    config:\n      enabled: true\n")
-    return project
+    return zone, service
 
 
-def publish(zone, sequence, rows):
-    folder = zone / "Customers"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "_metadata.json").write_text('{"keyColumns": ["id"]}')
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA),
-                   folder / sequence_file_name(sequence))
+def built(service, *arguments):
+    """The models a dbt invocation (or, without arguments, a lakemirror run) failed."""
+    if arguments:
+        return [node for node in service.dbt(service.settings, *arguments) if node.failed]
+    return [node for node in build(service.settings, RunLog(), service.dbt) if node.failed]
 
 
-def lakemirror_run(tmp_path, project, *options):
-    result = CliRunner().invoke(cli, [
-        "run", *options, "--landing-zone", str(tmp_path / "zone"),
-        "--warehouse", str(tmp_path / "wh"), "--project-dir", str(project)])
-    return result
-
-
-def model_rows(tmp_path, name):
+def model_rows(service, name):
     """A user model's rows, without lakemirror's columns and the rebuild's marker column."""
-    rows = mirrored_rows(tmp_path / "wh", "analytics", name)
+    rows = mirrored_rows(service.settings.warehouse, "analytics", name)
     return {tuple(item for item in row if item[0] not in ("_lm_change", "one")) for row in rows}
 
 
-def assert_moving_equals_rebuilt(tmp_path):
-    moving = mirrored_rows(tmp_path / "wh", "analytics", "moving")
+def assert_moving_equals_rebuilt(service):
+    moving = mirrored_rows(service.settings.warehouse, "analytics", "moving")
     assert sum(moving.values()) == len(set(moving))  # one row per key
-    assert model_rows(tmp_path, "moving") == model_rows(tmp_path, "rebuilt")
+    assert model_rows(service, "moving") == model_rows(service, "rebuilt")
 
 
 @pytest.mark.slow
 def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path):
-    project = project_with_models(tmp_path)
-    stream = change_stream(seed=45, files=6, per_file=12)
-    for sequence, rows in enumerate(stream, start=1):
-        publish(tmp_path / "zone", sequence, rows)
-        result = lakemirror_run(tmp_path, project)
-        assert result.exit_code == 0, result.output
-        assert mirrored_rows(tmp_path / "wh", "dbo", "customers") == as_multiset(
+    zone, service = mirror_with_models(tmp_path)
+    stream = change_stream(seed=45, files=8, per_file=12)
+    for sequence, rows in enumerate(stream[:-1], start=1):
+        zone.write("Customers", sequence, rows, SCHEMA)
+        service.run()
+        assert mirrored_rows(service.settings.warehouse, "dbo", "customers") == as_multiset(
             apply_changes(stream[:sequence], ["id"]))
-        assert_moving_equals_rebuilt(tmp_path)
+        if sequence == 3:  # fails after its MERGE, before its position is recorded
+            moving = service.settings.project_dir / "models/user/moving.sql"
+            moving.write_text(FAILING_HOOK + MODELS["moving"])
+            assert [node.name for node in built(service)] == ["moving"]
+            moving.write_text(MODELS["moving"])
+            assert not built(service)  # takes the same changes again
+        assert_moving_equals_rebuilt(service)
+    assert not built(service, "run", "--full-refresh", "--select", "moving")
+    assert_moving_equals_rebuilt(service)
+    zone.write("Customers", len(stream), stream[-1], SCHEMA)  # and on from the full refresh
+    service.run()
+    assert_moving_equals_rebuilt(service)
