@@ -13,9 +13,10 @@ import pytest
 from lakemirror.run.build import build
 from lakemirror.run.log import RunLog
 from lakemirror.reference import ROW_MARKER as M
+from lakemirror.maintenance import maintain_tables
 from lakemirror.reference import apply_changes
 
-from conftest import as_multiset, mirror_setup, mirrored_rows
+from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
@@ -66,10 +67,10 @@ def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, o
     return stream
 
 
-def mirror_with_models(root):
+def mirror_with_models(root, target="embedded"):
     """A landing zone with dbo.customers, and a service whose project holds MODELS and their
     seed."""
-    zone, service = mirror_setup(root)
+    zone, service = mirror_setup(root, target)
     zone.table("Customers", ["id"])
     project = service.settings.project_dir
     (project / "models/user").mkdir(parents=True)
@@ -102,8 +103,9 @@ def assert_moving_equals_rebuilt(service):
 
 
 @pytest.mark.slow
-def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path):
-    zone, service = mirror_with_models(tmp_path)
+@pytest.mark.parametrize("target", ENGINES)
+def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, target):
+    zone, service = mirror_with_models(tmp_path, target)
     stream = change_stream(seed=45, files=8, per_file=12)
     for sequence, rows in enumerate(stream[:-1], start=1):
         zone.write("Customers", sequence, rows, SCHEMA)
@@ -122,3 +124,31 @@ def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path):
     zone.write("Customers", len(stream), stream[-1], SCHEMA)  # and on from the full refresh
     service.run()
     assert_moving_equals_rebuilt(service)
+
+
+@pytest.mark.slow
+def test_a_model_older_than_staging_compaction_fails_until_a_full_refresh(tmp_path):
+    zone, service = mirror_with_models(tmp_path)
+    stream = change_stream(seed=3, files=3, per_file=12)
+    zone.write("Customers", 1, stream[0], SCHEMA)
+    service.run()
+    for sequence in (2, 3):  # the mirror moves on, the model is not built
+        zone.write("Customers", sequence, stream[sequence - 1], SCHEMA)
+        service.run(["dbo.customers"])
+    [folded] = maintain_tables(service.settings.layout, ["dbo.customers"])
+    assert folded.staged_rows_folded > 0
+    [failed] = built(service, "run", "--select", "moving")
+    assert "cannot take the changes of dbo.customers since its last build: staging compaction" \
+        in failed.message and "dbt run --full-refresh --select moving" in failed.message
+    assert not built(service, "run", "--full-refresh", "--select", "moving", "rebuilt")
+    assert_moving_equals_rebuilt(service)
+
+
+def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
+    zone, service = mirror_with_models(tmp_path)
+    zone.write("Customers", 1, change_stream(seed=1, files=1, per_file=5)[0], SCHEMA)
+    service.run()
+    moving = service.settings.project_dir / "models/user/moving.sql"
+    moving.write_text(MODELS["moving"].replace("unique_key='id'", "unique_key='shout'"))
+    [failed] = built(service, "run", "--select", "moving")
+    assert "unique_key [\"shout\"] must be the keys of dbo.customers, [\"id\"]" in failed.message
