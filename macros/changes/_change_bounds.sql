@@ -1,7 +1,8 @@
 {#-- The positions a model reads `mirror`'s changes between, fixed once per build (kept in the
      invocation's memo for record_change_watermarks): `end`, the mirror's applied batch end;
      `start`, the position the model's last recorded build read through (0 on a first build or
-     a full refresh). Refuses a start the mirror can no longer answer for: the mirror was
+     a full refresh; a build before the mirror's first batch read nothing, and any mirror goes
+     on from it). Refuses a start the mirror can no longer answer for: the mirror was
      re-created since (another `mirror_since`), or staging compaction folded its deletes. --#}
 {% macro _change_bounds(mirror) %}
     {%- set bounds = lakemirror._invocation_memo('change_bounds') -%}
@@ -24,7 +25,7 @@
             ~ ' order by recorded_at desc, position desc limit 1').rows -%}
         {%- if last | length == 0 -%}
             {%- do lakemirror._refuse_change_start(mirror, 'no build of it is recorded') -%}
-        {%- elif last[0][1] != since -%}
+        {%- elif last[0][1] not in [since, ''] -%}
             {%- do lakemirror._refuse_change_start(
                 mirror, 'the mirrored table was re-created since its last build') -%}
         {%- endif -%}

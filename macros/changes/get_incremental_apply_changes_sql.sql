@@ -10,7 +10,15 @@
     {%- set output = arg_dict['temp_relation'] -%}
     {%- set keys = arg_dict['unique_key'] or [] -%}
     {%- set keys = [keys] if keys is string else keys -%}
-    {%- set columns = adapter.get_columns_in_relation(output) | map(attribute='name') | list -%}
+    {#-- The output's columns the table has: dbt's on_schema_change added new ones already,
+         or ignores them. --#}
+    {%- set existing = adapter.get_columns_in_relation(arg_dict['target_relation'])
+        | map(attribute='name') | map('lower') | list -%}
+    {%- set columns = [] -%}
+    {%- for column in adapter.get_columns_in_relation(output)
+        if column.name | lower in existing -%}
+        {%- do columns.append(column.name) -%}
+    {%- endfor -%}
     {%- set read = lakemirror._changes_read(keys, columns) -%}
     {{ return(lakemirror.apply_changes_merge_sql(
         arg_dict['target_relation'], output, keys, columns, read.changed)) }}

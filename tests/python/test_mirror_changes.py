@@ -1,7 +1,7 @@
 """Downstream models that move with the mirror (docs/pages/building-on-mirrors.md): a model on
 `lakemirror.mirror_changes(ref(...))` with incremental_strategy 'apply_changes' equals the same
 SQL rebuilt over the whole mirror after every run of a randomized change stream, also when a
-build fails midway and is retried, and after a --full-refresh."""
+build fails midway and is retried, and after a --full-refresh; on both engines."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
 INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
-COUNTRIES = ["US", "DE", "FR", "XX"]  # XX is not in the seed: the inner join drops it
-# A projection, computed columns, a filter and a join with a seed: once over the changes,
+COUNTRIES = ["US", "DE", "FR", "XX"]  # XX has no region: the inner join drops it
+# A projection, computed columns, a filter and a join with a dimension: once over the changes,
 # once over the whole mirror.
 SELECT = """
 select
@@ -68,18 +68,17 @@ def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, o
 
 
 def mirror_with_models(root, target="embedded"):
-    """A landing zone with dbo.customers, and a service whose project holds MODELS and their
-    seed."""
+    """A landing zone with dbo.customers, and a service whose project holds MODELS and the
+    dimension they join."""
     zone, service = mirror_setup(root, target)
     zone.table("Customers", ["id"])
     project = service.settings.project_dir
     (project / "models/user").mkdir(parents=True)
     for name, sql in MODELS.items():
         (project / f"models/user/{name}.sql").write_text(sql)
-    (project / "seeds/user_regions.csv").write_text(
-        "country_code,region\nUS,Americas\nDE,Europe\nFR,Europe\n")
-    (project / "seeds/_user_seeds.yml").write_text(
-        "version: 2\nseeds:\n  - name: user_regions\n    config:\n      enabled: true\n")
+    (project / "models/user/user_regions.sql").write_text(
+        "select * from values ('US', 'Americas'), ('DE', 'Europe'), ('FR', 'Europe') "
+        "as regions (country_code, region)")
     return zone, service
 
 
