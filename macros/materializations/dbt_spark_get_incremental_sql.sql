@@ -63,7 +63,8 @@
 
 {#-- Strategies lakemirror runs itself, by the name _engine_strategy gives them. --#}
 {% macro _lakemirror_strategies() %}
-    {{ return({'microbatch_replace_where': lakemirror.microbatch_replace_where_sql}) }}
+    {{ return({'microbatch_replace_where': lakemirror.microbatch_replace_where_sql,
+               'apply_changes': lakemirror.get_incremental_apply_changes_sql}) }}
 {% endmacro %}
 
 {% macro _spark_builtin_strategies() %}

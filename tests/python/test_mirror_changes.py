@@ -1,0 +1,153 @@
+"""Downstream models that move with the mirror (docs/pages/building-on-mirrors.md): a model on
+`lakemirror.mirror_changes(ref(...))` with incremental_strategy 'apply_changes' equals the same
+SQL rebuilt over the whole mirror after every run of a randomized change stream, also when a
+build fails midway and is retried, and after a --full-refresh; on both engines."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from lakemirror.run.build import build
+from lakemirror.run.log import RunLog
+from lakemirror.reference import ROW_MARKER as M
+from lakemirror.maintenance import maintain_tables
+from lakemirror.reference import apply_changes
+
+from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
+                    ("country", pa.string()), (M, pa.int32())])
+INSERT, UPDATE, DELETE, UPSERT = 0, 1, 2, 4
+COUNTRIES = ["US", "DE", "FR", "XX"]  # XX has no region: the inner join drops it
+# A projection, computed columns, a filter and a join with a dimension: once over the changes,
+# once over the whole mirror.
+SELECT = """
+select
+    c.id,
+    upper(c.name) as shout,
+    c.amount * 2 as doubled,
+    r.region,
+    {extra}
+from {source} as c
+inner join {{{{ ref('user_regions') }}}} as r on c.country = r.country_code
+where c.amount >= 10
+"""
+MODELS = {
+    "moving": "{{ config(materialized='incremental', incremental_strategy='apply_changes', "
+              "unique_key='id') }}\n" + SELECT.format(
+                  source="{{ lakemirror.mirror_changes(ref('dbo__customers')) }}",
+                  extra="c._lm_change, c._lm_position"),
+    "rebuilt": SELECT.format(source="{{ ref('dbo__customers') }}", extra="1 as one"),
+}
+FAILING_HOOK = "{{ config(post_hook='insert into no_such_table values (1)') }}\n"
+
+
+def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, object]]]:
+    """Random changes to keys 1..10: inserts of absent keys (deleted keys again, too), updates,
+    upserts and deletes of present and absent keys."""
+    rng = random.Random(seed)
+    present: set[int] = set()
+    stream = []
+    for _ in range(files):
+        rows = []
+        for _ in range(per_file):
+            key = rng.randint(1, 10)
+            marker = rng.choice([UPDATE, DELETE, UPSERT] if key in present
+                                else [INSERT, INSERT, UPSERT, DELETE])
+            rows.append({"id": key, "name": rng.choice("abcde"), "amount": rng.randint(0, 30),
+                         "country": rng.choice(COUNTRIES), M: marker})
+            if marker == DELETE:
+                present.discard(key)
+            else:
+                present.add(key)
+        stream.append(rows)
+    return stream
+
+
+def mirror_with_models(root, target="embedded"):
+    """A landing zone with dbo.customers, and a service whose project holds MODELS and the
+    dimension they join."""
+    zone, service = mirror_setup(root, target)
+    zone.table("Customers", ["id"])
+    project = service.settings.project_dir
+    (project / "models/user").mkdir(parents=True)
+    for name, sql in MODELS.items():
+        (project / f"models/user/{name}.sql").write_text(sql)
+    (project / "models/user/user_regions.sql").write_text(
+        "select * from values ('US', 'Americas'), ('DE', 'Europe'), ('FR', 'Europe') "
+        "as regions (country_code, region)")
+    return zone, service
+
+
+def built(service, *arguments):
+    """The models a dbt invocation (or, without arguments, a lakemirror run) failed."""
+    if arguments:
+        return [node for node in service.dbt(service.settings, *arguments) if node.failed]
+    return [node for node in build(service.settings, RunLog(), service.dbt) if node.failed]
+
+
+def model_rows(service, name):
+    """A user model's rows, without lakemirror's columns and the rebuild's marker column."""
+    rows = mirrored_rows(service.settings.warehouse, "analytics", name)
+    return {tuple(item for item in row if item[0] not in ("_lm_change", "one")) for row in rows}
+
+
+def assert_moving_equals_rebuilt(service):
+    moving = mirrored_rows(service.settings.warehouse, "analytics", "moving")
+    assert sum(moving.values()) == len(set(moving))  # one row per key
+    assert model_rows(service, "moving") == model_rows(service, "rebuilt")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ENGINES)
+def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, target):
+    zone, service = mirror_with_models(tmp_path, target)
+    stream = change_stream(seed=45, files=8, per_file=12)
+    for sequence, rows in enumerate(stream[:-1], start=1):
+        zone.write("Customers", sequence, rows, SCHEMA)
+        service.run()
+        assert mirrored_rows(service.settings.warehouse, "dbo", "customers") == as_multiset(
+            apply_changes(stream[:sequence], ["id"]))
+        if sequence == 3:  # fails after its MERGE, before its position is recorded
+            moving = service.settings.project_dir / "models/user/moving.sql"
+            moving.write_text(FAILING_HOOK + MODELS["moving"])
+            assert [node.name for node in built(service)] == ["moving"]
+            moving.write_text(MODELS["moving"])
+            assert not built(service)  # takes the same changes again
+        assert_moving_equals_rebuilt(service)
+    assert not built(service, "run", "--full-refresh", "--select", "moving")
+    assert_moving_equals_rebuilt(service)
+    zone.write("Customers", len(stream), stream[-1], SCHEMA)  # and on from the full refresh
+    service.run()
+    assert_moving_equals_rebuilt(service)
+
+
+@pytest.mark.slow
+def test_a_model_older_than_staging_compaction_fails_until_a_full_refresh(tmp_path):
+    zone, service = mirror_with_models(tmp_path)
+    stream = change_stream(seed=3, files=3, per_file=12)
+    zone.write("Customers", 1, stream[0], SCHEMA)
+    service.run()
+    for sequence in (2, 3):  # the mirror moves on, the model is not built
+        zone.write("Customers", sequence, stream[sequence - 1], SCHEMA)
+        service.run(["dbo.customers"])
+    [folded] = maintain_tables(service.settings.layout, ["dbo.customers"])
+    assert folded.staged_rows_folded > 0
+    [failed] = built(service, "run", "--select", "moving")
+    assert "cannot take the changes of dbo.customers since its last build: staging compaction" \
+        in failed.message and "dbt run --full-refresh --select moving" in failed.message
+    assert not built(service, "run", "--full-refresh", "--select", "moving", "rebuilt")
+    assert_moving_equals_rebuilt(service)
+
+
+def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
+    zone, service = mirror_with_models(tmp_path)
+    zone.write("Customers", 1, change_stream(seed=1, files=1, per_file=5)[0], SCHEMA)
+    service.run()
+    moving = service.settings.project_dir / "models/user/moving.sql"
+    moving.write_text(MODELS["moving"].replace("unique_key='id'", "unique_key='shout'"))
+    [failed] = built(service, "run", "--select", "moving")
+    assert "unique_key [\"shout\"] must be the keys of dbo.customers, [\"id\"]" in failed.message
