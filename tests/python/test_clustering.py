@@ -58,6 +58,9 @@ def test_a_clustered_mirror_equals_the_reference_and_maintain_reclusters_it(tmp_
                                                                            monkeypatch):
     zone, service = clustered_setup(tmp_path, "spark")
     table = service.settings.warehouse / "dbo" / "customers"
+    (service.settings.project_dir / "models" / "regions.sql").write_text(  # a model of one's own
+        "{{ config(materialized='table', cluster_by='v') }}\n"
+        "select v, count(*) as customers from {{ ref('dbo__customers') }} group by v\n")
     for sequence, rows in enumerate(CHANGES, 1):
         zone.write("Customers", sequence, rows, SCHEMA)
         statuses = service.run()
@@ -67,6 +70,10 @@ def test_a_clustered_mirror_equals_the_reference_and_maintain_reclusters_it(tmp_
         assert mirrored_rows(service.settings.warehouse, "dbo", "customers") \
             == as_multiset(expected)
     assert clustering_columns(table) == [[HOSTILE]]
+    assert [model.status for model in service.run_models if model.name == "regions"] \
+        == ["success"], service.run_models
+    regions, = service.settings.warehouse.glob("*/regions")
+    assert clustering_columns(regions) == [["v"]]
     assert "clustering" in DeltaTable(str(table)).protocol().writer_features
     maintain = ["maintain", "--warehouse", str(service.settings.warehouse), "--json"]
     untouched = CliRunner().invoke(cli, maintain)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakemirror.environment import Settings
 from lakemirror.errors import ConfigError, EngineError
-from lakemirror.maintenance import Optimize
 from lakemirror.run.log import RunLog
 from lakemirror.run.settings import RunSettings
 from lakemirror.storage.location import Location
+
+if TYPE_CHECKING:
+    from lakemirror.maintenance import Optimize
 
 
 def maintain(settings: RunSettings, log: RunLog, names: list[str]) -> None:
