@@ -4,6 +4,8 @@
      - alter_column_type: a Delta type widening in place (ALTER COLUMN ... TYPE);
      - show_tblproperties: SHOW TBLPROPERTIES (else the _delta_log is read);
      - change_data_feed: Delta's change data feed;
+     - clustering: Delta liquid clustering (CREATE TABLE ... CLUSTER BY, writes to clustered
+       tables, OPTIMIZE);
      - non_delta_writes: a write to a table in another format than Delta (csv, parquet, ...);
      - partition_overwrite: insert overwrite of a partition, or dynamic partition overwrite;
      - microbatch: dbt-spark's microbatch strategy (it sets the partition overwrite mode);
@@ -27,6 +29,7 @@
             'alter_column_type': false,
             'show_tblproperties': false,
             'change_data_feed': false,
+            'clustering': false,
             'non_delta_writes': false,
             'partition_overwrite': false,
             'microbatch': false,
@@ -43,6 +46,7 @@
         'alter_column_type': true,
         'show_tblproperties': true,
         'change_data_feed': true,
+        'clustering': true,
         'non_delta_writes': true,
         'partition_overwrite': true,
         'microbatch': true,

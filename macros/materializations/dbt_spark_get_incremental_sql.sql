@@ -25,6 +25,7 @@
 
 {#-- The strategy the engine runs for the model's incremental_strategy. --#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+    {%- do lakemirror.cluster_by_clause() -%}  {#-- refused before any SQL, table or not --#}
     {%- if raw_strategy == 'insert_overwrite' and config.get('partition_by')
         and not lakemirror.engine_capabilities().partition_overwrite -%}
         {%- do lakemirror._refuse_engine_limit(

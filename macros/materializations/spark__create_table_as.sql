@@ -9,13 +9,20 @@
         {%- do lakemirror._delta_only_on_embedded() -%}
         {%- do lakemirror._rebuild_in_place() -%}
     {%- endif -%}
+    {%- set cluster_by = '' if temporary else lakemirror.cluster_by_clause() -%}
+    {%- if cluster_by and (language != 'sql' or config.get('file_format') != 'delta') -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": cluster_by "
+            ~ "needs a SQL model in file_format 'delta'.") }}
+    {%- endif -%}
     {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
         or not lakemirror.engine_capabilities().change_data_feed -%}
-        {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
+        {{ return(lakemirror._create_table_as(temporary, relation, compiled_code, language,
+                                              cluster_by)) }}
     {%- endif -%}
     {%- set settings = lakemirror.delta_settings() -%}
     {%- if not ('changeDataFeed' in settings.features and 'columnMapping' in settings.features) -%}
-        {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
+        {{ return(lakemirror._create_table_as(temporary, relation, compiled_code, language,
+                                              cluster_by)) }}
     {%- endif -%}
     {%- if load_relation(relation) is not none -%}
         {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": Delta Lake "
@@ -32,6 +39,7 @@
         {{ file_format_clause() }}
         {{ lakemirror._tblproperties_sql(properties) }}
         {{ partition_cols(label="partitioned by") }}
+        {{ cluster_by }}
         {{ location_clause() }}
         {{ comment_clause() }}
         as select * from ({{ compiled_code }}) as lakemirror_source where false
@@ -52,4 +60,25 @@
         and not lakemirror.engine_capabilities().ctas_into_non_empty_location -%}
         {%- do run_query('set spark.sql.legacy.allowNonEmptyLocationInCTAS = true') -%}
     {%- endif -%}
+{% endmacro %}
+
+{#-- dbt-spark's CREATE TABLE AS SELECT, with the model's `cluster by` clause when it has one
+     (dbt-spark knows only bucketing, `clustered by ... into n buckets`). --#}
+{% macro _create_table_as(temporary, relation, compiled_code, language, cluster_by) %}
+    {%- if not cluster_by -%}
+        {{ return(dbt.spark__create_table_as(temporary, relation, compiled_code, language)) }}
+    {%- endif -%}
+    {%- if config.get('contract').enforced -%}
+        {{ get_assert_columns_equivalent(compiled_code) }}
+        {%- set compiled_code = get_select_subquery(compiled_code) -%}
+    {%- endif -%}
+    create or replace table {{ relation }}
+    {{ file_format_clause() }}
+    {{ options_clause() }}
+    {{ tblproperties_clause() }}
+    {{ cluster_by }}
+    {{ location_clause() }}
+    {{ comment_clause() }}
+    as
+    {{ compiled_code }}
 {% endmacro %}

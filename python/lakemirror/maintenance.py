@@ -5,6 +5,8 @@ Per table, under its lock (so never during a run's ingest or MERGE of it):
    with a history model, only those the history has applied too (`_consumed`);
 2. mirrored-table compaction: small files are rewritten into larger ones (delta-rs
    `optimize.compact`, on every engine; the table's protocol and features are unchanged);
+   a table with liquid clustering (config cluster_by), which delta-rs cannot write, is
+   reclustered by the engine's OPTIMIZE instead, when the caller gives one (`optimize`);
 3. vacuum of both tables: files no version younger than `delta.deletedFileRetentionDuration`
    (default 7 days) needs are deleted, so time travel within that window keeps working.
 A step delta-rs cannot do on a table (a writer feature it does not support) is skipped with the
@@ -47,12 +49,19 @@ class TableMaintenance:
     snapshot_rows: int = 0
     mirrored_files_removed: int = 0  # small files compacted away
     files_vacuumed: int = 0
+    optimized: bool = False  # a clustered table reclustered by the engine's OPTIMIZE
     skipped: tuple[str, ...] = ()  # steps not done, with why
+
+
+# Runs OPTIMIZE on the Delta tables at these locations through an engine that can.
+Optimize = Callable[[Sequence[Location]], None]
+NO_ENGINE = ("the table has liquid clustering, which only the engine's OPTIMIZE reclusters: "
+             "give `lakemirror maintain` the spark or connect target (--target)")
 
 
 def maintain(warehouse: Location, tables: Sequence[str] = (), *,
              lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-             lease_seconds: float = DEFAULT_LEASE_SECONDS,
+             lease_seconds: float = DEFAULT_LEASE_SECONDS, optimize: Optimize | None = None,
              progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
     """Maintain the named staged tables ('schema.table'), or all of them."""
     layout = Warehouse(warehouse)
@@ -60,21 +69,47 @@ def maintain(warehouse: Location, tables: Sequence[str] = (), *,
     names = [name for name in names if not tables or name in tables]
     with table_locks(layout.storage, names, timeout=lock_timeout, progress=progress,
                      lease_seconds=lease_seconds):
-        return maintain_tables(layout, names, progress=progress)
+        return maintain_tables(layout, names, optimize=optimize, progress=progress)
 
 
 def maintain_tables(layout: Warehouse, names: Sequence[str], *,
+                    optimize: Optimize | None = None,
                     progress: Callable[[str], None] = lambda message: None
                     ) -> list[TableMaintenance]:
-    """Maintain the named tables, whose locks the caller holds."""
+    """Maintain the named tables, whose locks the caller holds; the clustered ones are
+    reclustered with `optimize` (all in one call, before their vacuum)."""
     applied = applied_positions(layout)
+    clustered = [name for name in names if _clustered(layout.mirrored_path(
+        *split_qualified_name(name)))]
+    reclustered = _recluster(layout, clustered, optimize, progress)
     results = []
     for name in names:
         progress(f"maintain {name}")
         results.append(_maintain_table(layout, name, _consumed(layout, applied, name),
-                                       applied.get(name, 0)))
+                                       applied.get(name, 0), reclustered.get(name, "")))
     _stamp(layout, names, time.time())
     return results
+
+
+def _clustered(mirrored: Location) -> bool:
+    """Whether the table has liquid clustering (its protocol lists the writer feature)."""
+    return is_delta_table(mirrored) and "clustering" in (
+        delta_table(mirrored).protocol().writer_features or ())
+
+
+def _recluster(layout: Warehouse, names: Sequence[str], optimize: Optimize | None,
+               progress: Callable[[str], None]) -> dict[str, str | None]:
+    """OPTIMIZE the clustered tables `names`: per table, None when done, else why not."""
+    if not names:
+        return {}
+    if optimize is None:
+        return {name: NO_ENGINE for name in names}
+    progress(f"optimize {', '.join(names)}")
+    try:
+        optimize([layout.mirrored_path(*split_qualified_name(name)) for name in names])
+    except Exception as error:  # the engine's refusal: the tables are left as they were
+        return {name: f"{type(error).__name__}: {error}" for name in names}
+    return {name: None for name in names}
 
 
 def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
@@ -103,8 +138,10 @@ def due_tables(warehouse: Location, names: Sequence[str], *, hours: float | None
             if now - stamps.get(name, now if hours > 0 else 0.0) >= hours * 3600]
 
 
-def _maintain_table(layout: Warehouse, name: str, watermark: int,
-                    mirror_watermark: int) -> TableMaintenance:
+def _maintain_table(layout: Warehouse, name: str, watermark: int, mirror_watermark: int,
+                    recluster: str | None = "") -> TableMaintenance:
+    """`recluster`: '' for a table without clustering, None when OPTIMIZE reclustered it,
+    else why it did not."""
     schema, table = split_qualified_name(name)
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
     skipped: list[str] = []
@@ -123,7 +160,9 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int,
         except Exception as error:  # a delta-rs refusal: the table is left as it was
             skipped.append(f"staging compaction: {type(error).__name__}: {error}")
     removed = 0
-    if is_delta_table(mirrored):
+    if recluster:
+        skipped.append(f"mirrored OPTIMIZE: {recluster}")
+    elif recluster == "" and is_delta_table(mirrored):
         try:
             metrics = delta_table(mirrored).optimize.compact()
             removed = int(metrics.get("numFilesRemoved", 0)) - int(metrics.get("numFilesAdded", 0))
@@ -138,7 +177,7 @@ def _maintain_table(layout: Warehouse, name: str, watermark: int,
         except Exception as error:
             skipped.append(f"vacuum of {path.name}: {type(error).__name__}: {error}")
     return TableMaintenance(schema, table, folded.rows_before, folded.rows_after,
-                            max(removed, 0), vacuumed, tuple(skipped))
+                            max(removed, 0), vacuumed, recluster is None, tuple(skipped))
 
 
 def _prove_before_folding(layout: Warehouse, name: str, watermark: int,

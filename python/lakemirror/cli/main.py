@@ -177,19 +177,30 @@ def _report(statuses: Sequence[TableStatus], as_json: bool, warnings: Sequence[s
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               envvar="LAKEMIRROR_LOCK_TIMEOUT",
               help="Seconds to wait for tables a run is working on [env LAKEMIRROR_LOCK_TIMEOUT].")
+@click.option("--target", default=None, envvar="LAKEMIRROR_TARGET",
+              help="dbt target whose engine runs OPTIMIZE on tables with liquid clustering "
+                   "(spark or connect); without it they are not reclustered "
+                   "[env LAKEMIRROR_TARGET].")
+@click.option("--project-dir", type=PATH, default=None, envvar="LAKEMIRROR_PROJECT_DIR",
+              help="dbt project of --target (default: the current directory) "
+                   "[env LAKEMIRROR_PROJECT_DIR].")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
-             as_json: bool) -> None:
-    """Fold applied changes out of staging, compact mirrored tables and vacuum both (files
-    older than delta.deletedFileRetentionDuration, default 7 days). `run` does it too, every
-    LAKEMIRROR_MAINTENANCE_HOURS (24)."""
+             target: str | None, project_dir: Path | None, as_json: bool) -> None:
+    """Fold applied changes out of staging, compact mirrored tables (OPTIMIZE on --target
+    for clustered ones) and vacuum both (files older than delta.deletedFileRetentionDuration,
+    default 7 days). `run` does it too, every LAKEMIRROR_MAINTENANCE_HOURS (24)."""
     from lakemirror import maintenance
+    from lakemirror.run.maintain import engine_optimize, target_settings
     from lakemirror.storage.warehouse import warehouse_location
 
     env = cli_settings()
-    results = maintenance.maintain(warehouse_location(warehouse), tables,
-                                   lock_timeout=lock_timeout, lease_seconds=env.lease_seconds,
-                                   progress=lambda message: click.echo(message, err=True))
+    location = warehouse_location(warehouse)
+    results = maintenance.maintain(
+        location, tables, lock_timeout=lock_timeout, lease_seconds=env.lease_seconds,
+        optimize=None if target is None else engine_optimize(
+            target_settings(location, project_dir, target, env)),
+        progress=lambda message: click.echo(message, err=True))
     if as_json:
         click.echo(maintenance.to_json(results))
         return
@@ -197,6 +208,7 @@ def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
         click.echo(f"{result.schema}.{result.table}: {result.staged_rows_folded} applied changes "
                    f"folded into {result.snapshot_rows} rows, {result.mirrored_files_removed} "
                    f"files compacted away, {result.files_vacuumed} files vacuumed"
+                   + ("; reclustered by OPTIMIZE" if result.optimized else "")
                    + "".join(f"; skipped {reason}" for reason in result.skipped))
 
 
