@@ -22,6 +22,9 @@
     {%- set location = lakemirror._table_location(this) -%}
     {%- set state = (lakemirror._known_delta_state(location) if moment == 'before' else none)
         or lakemirror.read_delta_state(location) -%}
+    {%- if moment == 'before' -%}
+        {%- do lakemirror._refuse_unwritable_change_feed(state) -%}
+    {%- endif -%}
     {%- set changes = lakemirror._delta_setting_changes(settings, state) -%}
     {%- if changes.set -%}
         {%- set pairs = [] -%}
@@ -44,6 +47,21 @@
         {%- endcall -%}
     {%- endif -%}
     {{ return('') }}
+{% endmacro %}
+
+{#-- Refuses, before the model writes, a table whose change data feed is on (turned on by
+     another writer; the model's own config is validated earlier) when the engine cannot
+     write the feed: a write without its change data would corrupt the feed for its readers. --#}
+{% macro _refuse_unwritable_change_feed(state) %}
+    {%- set engine = lakemirror.delta_engine_capabilities() -%}
+    {%- set feed_on = state.configuration.get('delta.enableChangeDataFeed', '') | lower == 'true'
+        or (state.writer >= 7 and 'changeDataFeed' in state.features) -%}
+    {%- if feed_on and 'changeDataFeed' not in engine.writable_features -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": " ~ this
+            ~ " has Delta's change data feed on (delta.enableChangeDataFeed or the "
+            ~ "changeDataFeed table feature), and " ~ engine.engine ~ " cannot write it; "
+            ~ "nothing was written. Run this model on " ~ engine.elsewhere ~ ".") }}
+    {%- endif -%}
 {% endmacro %}
 
 {#-- {'set': properties whose value differs or that add a missing feature, 'unset': keys

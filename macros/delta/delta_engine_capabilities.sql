@@ -4,15 +4,19 @@
      - features_at_create_only: features it can turn on only when it creates a table;
      - legacy_protocols: whether it honours delta.minReaderVersion / delta.minWriterVersion,
        so a set of old features can stay on a legacy protocol (else table features, writer 7);
-     - drop_feature: whether it runs ALTER TABLE ... DROP FEATURE. --#}
+     - drop_feature: whether it runs ALTER TABLE ... DROP FEATURE;
+     - elsewhere: where to run a model that needs a feature it cannot write (none: not
+       named). --#}
 {% macro delta_engine_capabilities() %}
     {%- set engine = lakemirror.engine_name() -%}
     {%- set every_feature = lakemirror.delta_feature_catalog().keys() | list -%}
     {%- if engine == 'sail' -%}
-        {#-- Measured on pysail 0.7.2: it refuses changeDataFeed, rowTracking and
-             domainMetadata, cannot fill generated or identity columns, and corrupts a table
-             when column mapping is turned on after creation. It stores delta.minReaderVersion
-             as a plain property without upgrading the protocol. --#}
+        {#-- Measured on pysail 0.7.2: it refuses changeDataFeed (every write to a table
+             whose change data feed is on, on a legacy protocol or listed, fails at its
+             commit), rowTracking and domainMetadata, cannot fill generated or identity
+             columns, and corrupts a table when column mapping is turned on after creation.
+             It stores delta.minReaderVersion as a plain property without upgrading the
+             protocol. --#}
         {{ return({
             'engine': 'the embedded engine (Sail)',
             'isolation_levels': ['Serializable', 'WriteSerializable'],
@@ -20,7 +24,8 @@
                                   'deletionVectors', 'timestampNtz', 'typeWidening'],
             'features_at_create_only': ['columnMapping'],
             'legacy_protocols': false,
-            'drop_feature': false}) }}
+            'drop_feature': false,
+            'elsewhere': 'a Delta Lake on Spark target (spark or connect) or Databricks'}) }}
     {%- elif engine == 'databricks' -%}
         {{ return({
             'engine': 'Databricks',
@@ -28,7 +33,8 @@
             'writable_features': every_feature,
             'features_at_create_only': [],
             'legacy_protocols': true,
-            'drop_feature': true}) }}
+            'drop_feature': true,
+            'elsewhere': none}) }}
     {%- else -%}
         {#-- Measured on Delta Lake 4.0 (Spark 4.0): it validates delta.isolationLevel =
              Serializable; it turns clustering on only through CREATE TABLE ... CLUSTER BY,
@@ -40,6 +46,7 @@
                 | list,
             'features_at_create_only': [],
             'legacy_protocols': true,
-            'drop_feature': true}) }}
+            'drop_feature': true,
+            'elsewhere': none}) }}
     {%- endif -%}
 {% endmacro %}

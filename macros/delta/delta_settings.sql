@@ -137,7 +137,9 @@
     {%- for feature in features if feature not in engine.writable_features -%}
         {{ exceptions.raise_compiler_error(where ~ engine.engine
             ~ " cannot write the Delta table feature '" ~ feature ~ "'. It can write: "
-            ~ engine.writable_features | join(', ') ~ ".") }}
+            ~ engine.writable_features | join(', ') ~ "."
+            ~ ((" To use " ~ feature ~ ", run this model on " ~ engine.elsewhere ~ ".")
+                if engine.elsewhere else "")) }}
     {%- endfor -%}
     {%- if 'appendOnly' in features and config.get('incremental_strategy') == 'mirror' -%}
         {{ exceptions.raise_compiler_error(where ~ "appendOnly cannot be used on a mirrored "

@@ -27,6 +27,8 @@ from lakemirror.staging.warehouse_tables import find_tables, select_table
 from lakemirror.storage.location import Location
 from lakemirror.storage.warehouse import warehouse_location
 
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+
 
 @dataclass(frozen=True)
 class TableReaders:
@@ -44,6 +46,15 @@ class TableReaders:
     @property
     def deletion_vectors(self) -> bool:
         return "deletionVectors" in self.log.protocol.features_to_read()
+
+    @property
+    def change_data_feed(self) -> bool:
+        return self.log.properties.get(CHANGE_DATA_FEED, "").lower() == "true"
+
+    def reads_change_feed(self, verdict: Verdict) -> bool:
+        """Whether the verdict's profile reads this table's change data feed."""
+        return (self.change_data_feed and not verdict.cannot_read
+                and bool(PROFILES[verdict.profile].change_feed))
 
 
 def table_logs(warehouse: Location, table: str | None = None, *,
@@ -85,6 +96,7 @@ def doctor_json(results: Sequence[TableReaders]) -> str:
         "min_reader_version": result.log.protocol.min_reader_version,
         "min_writer_version": result.log.protocol.min_writer_version,
         "deletion_vectors": result.deletion_vectors,
+        "change_data_feed": result.change_data_feed,
         **({"copy_on_write_because": list(result.copy_on_write_because)}
            if result.log.table.kind == "mirrored" else {}),
         "readers": [{"profile": verdict.profile,
@@ -92,7 +104,8 @@ def doctor_json(results: Sequence[TableReaders]) -> str:
                      "can_read": not verdict.cannot_read,
                      "can_write": not verdict.cannot_write,
                      "cannot_read": list(verdict.cannot_read),
-                     "cannot_write": list(verdict.cannot_write)}
+                     "cannot_write": list(verdict.cannot_write),
+                     "reads_change_feed": result.reads_change_feed(verdict)}
                     for verdict in result.verdicts],
     } for result in results], indent=2)
 
@@ -116,11 +129,21 @@ def doctor_text(results: Sequence[TableReaders]) -> str:
                      f"{protocol.min_reader_version}/{protocol.min_writer_version}{vectors})")
         for verdict in result.verdicts:
             lines.append(f"  {verdict.profile:<{width}}  {_verdict_text(verdict)}")
+        if result.change_data_feed:
+            lines.append(_change_feed_text(result))
     unreadable = sum(result.unreadable for result in results)
     lines.append(f"{unreadable} of {len(results)} tables unreadable for a named reader")
     if blockers:
         lines += _deletion_vector_advice(profiles, blockers)
     return "\n".join(lines)
+
+
+def _change_feed_text(result: TableReaders) -> str:
+    readers = [verdict.profile for verdict in result.verdicts
+               if result.reads_change_feed(verdict)]
+    others = [verdict.profile for verdict in result.verdicts if verdict.profile not in readers]
+    return (f"  change data feed on: read by {', '.join(readers) or 'none of these'}"
+            + (f"; not by {', '.join(others)}" if others else ""))
 
 
 def _deletion_vector_advice(profiles: Sequence[str], blockers: Sequence[str]) -> list[str]:
@@ -153,6 +176,7 @@ def profiles_json(profiles: Sequence[ReaderProfile]) -> str:
         "max_reader_version": profile.max_reader_version,
         "max_writer_version": profile.max_writer_version,
         "reads": sorted(profile.readable), "writes": sorted(profile.writable),
+        "change_feed": profile.change_feed or None,
         "source": profile.source,
     } for profile in profiles], indent=2)
 

@@ -34,6 +34,7 @@ class ReaderProfile:
     readable: frozenset[str]
     writable: frozenset[str]
     source: str
+    change_feed: str = ""  # how it reads a table's change data feed; empty: it cannot
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,10 @@ def _blockers(needed: frozenset[str], supported: frozenset[str], side: str, vers
 
 
 def _legacy(name: str, description: str, reader: int, writer: int, source: str, *,
-            without: Iterable[str] = ()) -> ReaderProfile:
+            without: Iterable[str] = (), change_feed: str = "") -> ReaderProfile:
     """A client of the legacy versions: it knows what its versions imply, minus `without`."""
     return ReaderProfile(name, description, reader, writer, legacy_reader_features(reader),
-                         legacy_writer_features(writer) - set(without), source)
+                         legacy_writer_features(writer) - set(without), source, change_feed)
 
 
 def _adds(base: ReaderProfile, name: str, description: str, source: str, *,
@@ -78,6 +79,9 @@ def _adds(base: ReaderProfile, name: str, description: str, source: str, *,
                    writable=base.writable | set(write), source=source)
 
 
+# Delta Lake on Spark (2.0 and later) and Databricks read a table's change data feed.
+SPARK_FEED = "table_changes('schema.table', start_version), or the readChangeFeed read option"
+
 # OSS Delta Lake (Spark). Feature → first version from DELTA_VERSIONS: generated columns 1.0,
 # column mapping 1.2, change data feed 2.0, deletion vectors + table features 2.3 (DV writes 2.4,
 # release notes), timestampNtz 2.4, v2Checkpoint + domainMetadata 3.0, clustering 3.1, row
@@ -87,7 +91,7 @@ DELTA_1_0 = _legacy("delta-1.0", "Delta Lake 1.0 (Spark 3.1)", 1, 4, DELTA_VERSI
 DELTA_1_2 = _legacy("delta-1.2", "Delta Lake 1.2 (Spark 3.2)", 2, 5, DELTA_VERSIONS,
                     without={"changeDataFeed"})
 DELTA_2_0 = _legacy("delta-2.0", "Delta Lake 2.0 (Spark 3.2)", 2, 6, DELTA_VERSIONS,
-                    without={"identityColumns"})
+                    without={"identityColumns"}, change_feed=SPARK_FEED)
 DELTA_2_2 = replace(DELTA_2_0, name="delta-2.2", description="Delta Lake 2.2 (Spark 3.3)")
 DELTA_2_3 = _adds(DELTA_2_2, "delta-2.3", "Delta Lake 2.3 (Spark 3.3): reads deletion vectors",
                   DELTA_VERSIONS, read={"deletionVectors"})
@@ -110,7 +114,8 @@ DELTA_4_0 = _adds(DELTA_3_2, "delta-4.0", "Delta Lake 4.0 (Spark 4.0)",
 # later"): column mapping + identity 10.4, table features + deletion vectors 12.2, timestampNtz
 # + liquid clustering + v2 checkpoints 13.3, row tracking 14.1, variant 15.3; type widening
 # (GA name typeWidening), collations and checkpointProtection need 16.x.
-DBR_10_4 = _legacy("dbr-10.4", "Databricks Runtime 10.4 LTS", 2, 6, DATABRICKS_VERSIONS)
+DBR_10_4 = _legacy("dbr-10.4", "Databricks Runtime 10.4 LTS", 2, 6, DATABRICKS_VERSIONS,
+                   change_feed=SPARK_FEED)
 DBR_12_2 = _adds(DBR_10_4, "dbr-12.2", "Databricks Runtime 12.2 LTS", DATABRICKS_VERSIONS,
                  read={"deletionVectors"}, write={"deletionVectors"})
 DBR_13_3 = _adds(DBR_12_2, "dbr-13.3", "Databricks Runtime 13.3 LTS", DATABRICKS_VERSIONS,
@@ -132,7 +137,8 @@ DELTA_RS = ReaderProfile(
     frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
                "generatedColumns", "columnMapping", "deletionVectors", "timestampNtz",
                "v2Checkpoint", "variantType"}),
-    "measured with deltalake 1.6.6; https://delta-io.github.io/delta-rs/")
+    "measured with deltalake 1.6.6; https://delta-io.github.io/delta-rs/",
+    "DeltaTable.load_cdf(starting_version=...)")
 DELTA_RS_PYARROW = replace(
     DELTA_RS, name="delta-rs-pyarrow",
     description="delta-rs (deltalake) 1.x's pyarrow readers: DeltaTable.to_pyarrow_table, "
@@ -143,7 +149,7 @@ DELTA_RS_PYARROW = replace(
 # writes (write_delta) through delta-rs.
 POLARS = replace(
     DELTA_RS, name="polars", description="polars 2.1 and later: read_delta, scan_delta",
-    readable=frozenset({"deletionVectors", "timestampNtz"}),
+    readable=frozenset({"deletionVectors", "timestampNtz"}), change_feed="",
     source="measured with polars 2.1.0; https://docs.pola.rs/api/python/stable/reference/"
            "api/polars.scan_delta.html")
 
@@ -152,7 +158,8 @@ FABRIC = replace(
     DELTA_3_2, name="fabric",
     description="Microsoft Fabric (Spark runtime 1.3, SQL analytics endpoint, Direct Lake)",
     readable=frozenset({"columnMapping", "deletionVectors"}),
-    source="https://learn.microsoft.com/fabric/fundamentals/delta-lake-interoperability")
+    source="https://learn.microsoft.com/fabric/fundamentals/delta-lake-interoperability",
+    change_feed="its Spark runtime: " + SPARK_FEED)
 DUCKDB = ReaderProfile(
     "duckdb", "DuckDB's delta extension (delta_scan, on Delta Kernel): reads, blind inserts",
     3, 7,
@@ -164,10 +171,13 @@ TRINO = ReaderProfile(
     frozenset({"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint"}),
     frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
                "columnMapping", "timestampNtz"}),
-    "https://trino.io/docs/current/connector/delta-lake.html#delta-lake-table-features")
+    "https://trino.io/docs/current/connector/delta-lake.html#delta-lake-table-features",
+    "the table function system.table_changes(schema, table, since_version)")
 # Sail accepted reads of every feature above and refused appends to tables listing
 # changeDataFeed, domainMetadata, rowTracking, clustering, collations-preview,
-# checkpointProtection. An accepted append does not prove it honours a writer feature.
+# checkpointProtection. An accepted append does not prove it honours a writer feature. It
+# refuses every write to a table whose change data feed is on, has no table_changes, and
+# ignores the readChangeFeed option (it returns the table's current rows).
 SAIL_0_7 = ReaderProfile(
     "sail-0.7", "Sail 0.7 (pysail 0.7.2), lakemirror's embedded engine", 3, 7,
     frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening",
