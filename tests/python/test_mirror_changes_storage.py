@@ -11,13 +11,13 @@ import pytest
 
 from lakemirror.delta.rows import read_table
 from lakemirror.environment import read_settings
-from lakemirror.maintenance import maintain_tables
 from lakemirror.reference import ROW_MARKER as M, apply_changes
 from lakemirror.service import MirrorService, RunSettings
 
 from conftest import as_multiset, mirrored_rows
 from test_mirror_changes import (
-    DELETE, MODELS, SCHEMA, assert_moving_equals_rebuilt, built, change_stream, mirror_with_models)
+    DELETE, MODELS, SCHEMA, assert_compaction_refused_until_a_full_refresh,
+    assert_moving_equals_rebuilt, change_stream, mirror_with_models)
 
 
 def object_mirror_with_models(root, monkeypatch, server):
@@ -48,19 +48,8 @@ def test_an_apply_changes_model_in_object_storage_equals_its_rebuild(tmp_path, m
 def test_staging_compaction_in_object_storage_is_seen_by_a_model_it_left_behind(
         tmp_path, monkeypatch, s3_server):
     """The model's check reads the compacted position from the staging log in the store."""
-    zone, service = object_mirror_with_models(tmp_path, monkeypatch, s3_server)
-    stream = change_stream(seed=3, files=3, per_file=12)
-    zone.write("Customers", 1, stream[0], SCHEMA)
-    service.run()
-    for sequence in (2, 3):  # the mirror moves on, the model is not built
-        zone.write("Customers", sequence, stream[sequence - 1], SCHEMA)
-        service.run(["dbo.customers"])
-    [folded] = maintain_tables(service.settings.layout, ["dbo.customers"])
-    assert folded.staged_rows_folded > 0
-    [failed] = built(service, "run", "--select", "moving")
-    assert "since its last build: staging compaction" in failed.message
-    assert not built(service, "run", "--full-refresh", "--select", "moving", "rebuilt")
-    assert_moving_equals_rebuilt(service)
+    assert_compaction_refused_until_a_full_refresh(
+        *object_mirror_with_models(tmp_path, monkeypatch, s3_server))
 
 
 def test_changes_of_a_history_model_are_refused_before_any_write(tmp_path):
