@@ -19,6 +19,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
+from lakemirror.contract import DELETE
 from lakemirror.delta.rows import read_table
 from lakemirror.engine.spark import make_delta_jars_absolute, spark_unavailable
 from lakemirror.landing import sequence_file_name
@@ -171,6 +172,15 @@ def deletion_vectors_added(path: Path, commits: int | None = None) -> int:
     added: MERGEs that marked rows removed instead of rewriting their files."""
     return sum(int(commit.get("operationMetrics", {}).get("numTargetDeletionVectorsAdded", 0))
                for commit in DeltaTable(str(path)).history(commits))
+
+
+def track_presence(present: set[Any], key: Any, marker: int) -> None:
+    """Keep `present` the keys a change stream has left in the table: every change but a
+    delete leaves its key there."""
+    if marker == DELETE:
+        present.discard(key)
+    else:
+        present.add(key)
 
 
 def as_multiset(rows: Sequence[dict[str, Any]]) -> Counter[tuple[Any, ...]]:

@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import SPARK_UNAVAILABLE, Zone, mirror_setup
+from conftest import SPARK_UNAVAILABLE, Zone, mirror_setup, track_presence
 from test_delta_settings import configure
 from test_inspect_doctor import delta_table, run_cli
 
@@ -61,10 +61,7 @@ def change_files(rng: random.Random, sequence: int, present: set[int]) -> list[l
             else:
                 marker = rng.choice([INSERT, UPSERT, DELETE])  # deleting an absent key: no-op
             rows.append({"id": key, "v": value if marker != DELETE else None, M: marker})
-            if marker == DELETE:
-                present.discard(key)
-            else:
-                present.add(key)
+            track_presence(present, key, marker)
         files.append(rows)
     return files
 

@@ -16,7 +16,7 @@ from lakemirror.reference import ROW_MARKER as M
 from lakemirror.maintenance import maintain_tables
 from lakemirror.reference import apply_changes
 
-from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows
+from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows, track_presence
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
@@ -59,10 +59,7 @@ def change_stream(seed: int, files: int, per_file: int) -> list[list[dict[str, o
                                 else [INSERT, INSERT, UPSERT, DELETE])
             rows.append({"id": key, "name": rng.choice("abcde"), "amount": rng.randint(0, 30),
                          "country": rng.choice(COUNTRIES), M: marker})
-            if marker == DELETE:
-                present.discard(key)
-            else:
-                present.add(key)
+            track_presence(present, key, marker)
         stream.append(rows)
     return stream
 
