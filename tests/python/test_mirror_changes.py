@@ -16,7 +16,8 @@ from lakemirror.reference import ROW_MARKER as M
 from lakemirror.maintenance import maintain_tables
 from lakemirror.reference import apply_changes
 
-from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows, track_presence
+from conftest import (ENGINES, as_multiset, deletion_vectors_added, mirror_setup, mirrored_rows,
+                      track_presence)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
@@ -117,6 +118,8 @@ def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, tar
         assert_moving_equals_rebuilt(service)
     assert not built(service, "run", "--full-refresh", "--select", "moving")
     assert_moving_equals_rebuilt(service)
+    # Its table has deletion vectors, as the mirror's: a MERGE marks the rows it changes.
+    assert deletion_vectors_added(service.settings.warehouse / "analytics" / "moving") > 0
     zone.write("Customers", len(stream), stream[-1], SCHEMA)  # and on from the full refresh
     service.run()
     assert_moving_equals_rebuilt(service)
@@ -145,7 +148,7 @@ def assert_compaction_refused_until_a_full_refresh(zone, service):
     assert_moving_equals_rebuilt(service)
 
 
-def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
+def test_a_wrong_unique_key_or_a_missing_staging_log_is_refused(tmp_path):
     zone, service = mirror_with_models(tmp_path)
     zone.write("Customers", 1, change_stream(seed=1, files=1, per_file=5)[0], SCHEMA)
     service.run()
@@ -153,3 +156,14 @@ def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
     moving.write_text(MODELS["moving"].replace("unique_key='id'", "unique_key='shout'"))
     [failed] = built(service, "run", "--select", "moving")
     assert "unique_key [\"shout\"] must be the keys of dbo.customers, [\"id\"]" in failed.message
+
+    # Staging's commits cleaned up behind its checkpoint: whether compaction folded the changes
+    # since the model's build is unknown.
+    moving.write_text(MODELS["moving"])
+    log = service.settings.warehouse / "_lakemirror/staging/dbo/customers/_delta_log"
+    assert list(log.glob("*.checkpoint.parquet"))
+    for commit in log.glob("*.json"):
+        commit.unlink()
+    [failed] = built(service, "run", "--select", "moving")
+    assert f"no commit is left in the Delta log of its staging table at {log}" in failed.message
+    assert "dbt run --full-refresh --select moving" in failed.message
