@@ -10,6 +10,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from lakemirror.delta.access import delta_table
 from lakemirror.run.build import build
 from lakemirror.run.log import RunLog
 from lakemirror.reference import ROW_MARKER as M
@@ -126,21 +127,30 @@ def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, tar
 
 
 @pytest.mark.slow
-def test_a_model_older_than_staging_compaction_fails_until_a_full_refresh(tmp_path):
-    assert_compaction_refused_until_a_full_refresh(*mirror_with_models(tmp_path))
+def test_compaction_keeps_a_recent_models_changes_and_folds_an_old_ones(tmp_path):
+    assert_compaction_waits_for_recent_models_only(*mirror_with_models(tmp_path))
 
 
-def assert_compaction_refused_until_a_full_refresh(zone, service):
-    """A model left behind while the mirror moved on and staging compaction folded its
-    changes fails with the way out, and equals its rebuild after a --full-refresh."""
-    stream = change_stream(seed=3, files=3, per_file=12)
+def assert_compaction_waits_for_recent_models_only(zone, service):
+    """Staging compaction keeps the changes a model built within the hold has not read yet;
+    once its last build is older, they are folded and the model fails with the way out, then
+    equals its rebuild after a --full-refresh."""
+    stream = change_stream(seed=3, files=4, per_file=12)
     zone.write("Customers", 1, stream[0], SCHEMA)
     service.run()
     for sequence in (2, 3):  # the mirror moves on, the model is not built
         zone.write("Customers", sequence, stream[sequence - 1], SCHEMA)
         service.run(["dbo.customers"])
+    [kept] = maintain_tables(service.settings.layout, ["dbo.customers"])
+    assert not built(service, "run", "--select", "moving", "rebuilt")
+    assert_moving_equals_rebuilt(service)
+
+    watermarks = service.settings.warehouse / "_lakemirror/control/change_watermarks"
+    delta_table(watermarks).update({"recorded_at": "'2000-01-01 00:00:00'"})  # built long ago
+    zone.write("Customers", 4, stream[3], SCHEMA)
+    service.run(["dbo.customers"])
     [folded] = maintain_tables(service.settings.layout, ["dbo.customers"])
-    assert folded.staged_rows_folded > 0
+    assert folded.staged_rows_folded > kept.staged_rows_folded
     [failed] = built(service, "run", "--select", "moving")
     assert "cannot take the changes of dbo.customers since its last build: staging compaction" \
         in failed.message and "dbt run --full-refresh --select moving" in failed.message
