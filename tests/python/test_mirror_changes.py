@@ -104,7 +104,7 @@ def assert_moving_equals_rebuilt(service):
 @pytest.mark.parametrize("target", ENGINES)
 def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, target):
     zone, service = mirror_with_models(tmp_path, target)
-    stream = change_stream(seed=45, files=8, per_file=12)
+    stream = change_stream(seed=45, files=6, per_file=12)
     for sequence, rows in enumerate(stream[:-1], start=1):
         zone.write("Customers", sequence, rows, SCHEMA)
         service.run()
