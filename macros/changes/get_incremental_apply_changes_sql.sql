@@ -12,12 +12,11 @@
     {%- set keys = [keys] if keys is string else keys -%}
     {#-- The output's columns the table has: dbt's on_schema_change added new ones already,
          or ignores them. --#}
-    {%- set existing = adapter.get_columns_in_relation(arg_dict['target_relation'])
-        | map(attribute='name') | map('lower') | list -%}
+    {%- set existing = lakemirror._column_names(arg_dict['target_relation']) | map('lower')
+        | list -%}
     {%- set columns = [] -%}
-    {%- for column in adapter.get_columns_in_relation(output)
-        if column.name | lower in existing -%}
-        {%- do columns.append(column.name) -%}
+    {%- for column in lakemirror._column_names(output) if column | lower in existing -%}
+        {%- do columns.append(column) -%}
     {%- endfor -%}
     {%- set read = lakemirror._changes_read(keys, columns) -%}
     {{ return(lakemirror.apply_changes_merge_sql(

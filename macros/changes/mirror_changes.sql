@@ -15,7 +15,7 @@
     {%- endif -%}
     {%- set upstream = lakemirror._mirror_node(mirror) -%}
     {%- set bounds = lakemirror._change_bounds(upstream) -%}
-    {%- set columns = adapter.get_columns_in_relation(mirror) | map(attribute='name') | list -%}
+    {%- set columns = lakemirror._column_names(mirror) -%}
     {%- set quoted = lakemirror._quoted_identifiers(columns) -%}
     {%- set changes -%}
         (

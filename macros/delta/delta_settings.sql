@@ -43,13 +43,14 @@
                'copy_on_write_because': default.copy_on_write_because}) }}
 {% endmacro %}
 
-{#-- Deletion vectors for a mirror model's new table (as Databricks does for new tables), when
+{#-- Deletion vectors for a new table of a model that MERGEs changes by key (a mirror model, or
+     a model with incremental_strategy 'apply_changes'), as Databricks does for new tables, when
      its config says nothing of them, the engine writes them and every reader in the model's
      reader set reads them; an existing table keeps its protocol. Returns {'features': [] or
      ['deletionVectors'], 'copy_on_write_because': the readers that cannot read them}. --#}
 {% macro _default_features(where, properties, features, engine) %}
     {%- set none_added = {'features': [], 'copy_on_write_because': []} -%}
-    {%- if config.get('incremental_strategy') != 'mirror' -%}
+    {%- if config.get('incremental_strategy') not in ['mirror', 'apply_changes'] -%}
         {{ return(none_added) }}
     {%- endif -%}
     {%- set blockers = lakemirror._deletion_vector_blockers(where) -%}

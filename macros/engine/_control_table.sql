@@ -9,7 +9,10 @@
         {{ return(qualified) }}
     {%- endif -%}
     {%- set location = lakemirror.warehouse_path('_lakemirror', 'control/' ~ name) -%}
-    {%- do run_query('create schema if not exists ' ~ schema) -%}
+    {%- if schema not in ensured -%}
+        {%- do run_query('create schema if not exists ' ~ schema) -%}
+        {%- do ensured.update({schema: true}) -%}
+    {%- endif -%}
     {%- do run_query(
         'create table if not exists ' ~ qualified ~ ' (' ~ columns ~ ') '
         ~ "using delta location '" ~ location ~ "'") -%}

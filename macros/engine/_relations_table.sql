@@ -11,7 +11,7 @@
     {%- if checked.get('columns') -%}
         {{ return(registry) }}
     {%- endif -%}
-    {%- set names = run_query('select * from ' ~ registry ~ ' limit 0').column_names -%}
+    {%- set names = lakemirror._column_names(registry) -%}
     {%- if 'definition' not in names -%}
         {%- do lakemirror.add_columns(registry, [
             api.Column.create('format', 'string'),

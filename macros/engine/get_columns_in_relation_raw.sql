@@ -10,7 +10,7 @@
         {% endcall %}
         {% do return(load_result('get_columns_in_relation_raw').table) %}
     {%- endif -%}
-    {%- set names = run_query('select * from ' ~ relation ~ ' limit 0').column_names -%}
+    {%- set names = lakemirror._column_names(relation) -%}
     {%- if names | length == 0 -%}
         {% do return(run_query("select '' as col_name, '' as data_type, '' as comment limit 0")) %}
     {%- endif -%}

@@ -1,6 +1,7 @@
 {#-- dbt-spark's seed table, created with `create or replace` for Delta: seeds live at a fixed
      location, and dropping an external table keeps its files, so a plain `create table` would
-     attach the old rows and the seed would load twice. --#}
+     attach the old rows and the seed would load twice (spark__reset_csv_table keeps the table
+     for this replace: on Spark, a replace after a drop attaches them too). --#}
 {% macro spark__create_csv_table(model, agate_table) %}
     {%- do lakemirror._delta_only_on_embedded() -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}

@@ -2,7 +2,9 @@
 
 Per table, under its lock (so never during a run's ingest or MERGE of it):
 1. staging compaction: applied changes are folded into a snapshot (`staging.compaction`);
-   with a history model, only those the history has applied too (`_consumed`);
+   with a history model, only those the history has applied too, and only those the
+   downstream models reading the mirror's changes and built within DOWNSTREAM_HOLD have
+   read (`_consumed`);
 2. mirrored-table compaction: small files are rewritten into larger ones (delta-rs
    `optimize.compact`, on every engine; the table's protocol and features are unchanged);
    a table with liquid clustering (config cluster_by), which delta-rs cannot write, is
@@ -17,14 +19,16 @@ than LAKEMIRROR_MAINTENANCE_HOURS (default 24; 0: every run; `never`: only `main
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
 
 from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
-from lakemirror.monitor import applied_positions
+from lakemirror.monitor import applied_positions, downstream_positions
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
 from lakemirror.errors import StorageError
@@ -37,6 +41,10 @@ from lakemirror.staging.lock import DEFAULT_LOCK_TIMEOUT, control_lock, table_lo
 from lakemirror.storage.location import Location
 
 STAMPS_FILE = "_lakemirror/maintenance.json"  # table → its last maintenance time
+# Compaction keeps the changes a downstream model built this recently has not read yet; an
+# older model's next build is refused (a full refresh rebuilds it), so one left unbuilt does
+# not keep staging growing.
+DOWNSTREAM_HOLD = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -79,13 +87,14 @@ def maintain_tables(layout: Warehouse, names: Sequence[str], *,
     """Maintain the named tables, whose locks the caller holds; the clustered ones are
     reclustered with `optimize` (all in one call, before their vacuum)."""
     applied = applied_positions(layout)
+    downstream = downstream_positions(layout, datetime.now(timezone.utc) - DOWNSTREAM_HOLD)
     clustered = [name for name in names if _clustered(layout.mirrored_path(
         *split_qualified_name(name)))]
     reclustered = _recluster(layout, clustered, optimize, progress)
     results = []
     for name in names:
         progress(f"maintain {name}")
-        results.append(_maintain_table(layout, name, _consumed(layout, applied, name),
+        results.append(_maintain_table(layout, name, _consumed(layout, applied, downstream, name),
                                        applied.get(name, 0), reclustered.get(name, "")))
     _stamp(layout, names, time.time())
     return results
@@ -112,15 +121,17 @@ def _recluster(layout: Warehouse, names: Sequence[str], optimize: Optimize | Non
     return {name: None for name in names}
 
 
-def _consumed(layout: Warehouse, applied: dict[str, int], name: str) -> int:
+def _consumed(layout: Warehouse, applied: dict[str, int], downstream: dict[str, int],
+              name: str) -> int:
     """The position up to which every relation fed by the table's staging has applied its
-    changes: the mirrored table's watermark, or, while its history table exists, the lower of
-    the two, so compaction never folds changes the history has not read yet."""
+    changes: the mirrored table's watermark, lowered to what its history table (while it
+    exists) and the downstream models built within DOWNSTREAM_HOLD have read, so compaction
+    never folds changes they have not read yet."""
     schema, table = split_qualified_name(name)
-    watermark = applied.get(name, 0)
+    watermark = min(applied.get(name, 0), downstream.get(name, math.inf))
     if not is_delta_table(layout.mirrored_path(schema, table + HISTORY_SUFFIX)):
-        return watermark
-    return min(watermark, applied.get(history_relation(schema, table), 0))
+        return int(watermark)
+    return int(min(watermark, applied.get(history_relation(schema, table), 0)))
 
 
 def due_tables(warehouse: Location, names: Sequence[str], *, hours: float | None) -> list[str]:

@@ -10,13 +10,15 @@ import random
 import pyarrow as pa
 import pytest
 
+from lakemirror.delta.access import delta_table
 from lakemirror.run.build import build
 from lakemirror.run.log import RunLog
 from lakemirror.reference import ROW_MARKER as M
 from lakemirror.maintenance import maintain_tables
 from lakemirror.reference import apply_changes
 
-from conftest import ENGINES, as_multiset, mirror_setup, mirrored_rows, track_presence
+from conftest import (ENGINES, as_multiset, deletion_vectors_added, mirror_setup, mirrored_rows,
+                      track_presence)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.int64()),
                     ("country", pa.string()), (M, pa.int32())])
@@ -102,7 +104,7 @@ def assert_moving_equals_rebuilt(service):
 @pytest.mark.parametrize("target", ENGINES)
 def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, target):
     zone, service = mirror_with_models(tmp_path, target)
-    stream = change_stream(seed=45, files=8, per_file=12)
+    stream = change_stream(seed=45, files=6, per_file=12)
     for sequence, rows in enumerate(stream[:-1], start=1):
         zone.write("Customers", sequence, rows, SCHEMA)
         service.run()
@@ -117,27 +119,38 @@ def test_an_apply_changes_model_equals_its_rebuild_after_every_run(tmp_path, tar
         assert_moving_equals_rebuilt(service)
     assert not built(service, "run", "--full-refresh", "--select", "moving")
     assert_moving_equals_rebuilt(service)
+    # Its table has deletion vectors, as the mirror's: a MERGE marks the rows it changes.
+    assert deletion_vectors_added(service.settings.warehouse / "analytics" / "moving") > 0
     zone.write("Customers", len(stream), stream[-1], SCHEMA)  # and on from the full refresh
     service.run()
     assert_moving_equals_rebuilt(service)
 
 
 @pytest.mark.slow
-def test_a_model_older_than_staging_compaction_fails_until_a_full_refresh(tmp_path):
-    assert_compaction_refused_until_a_full_refresh(*mirror_with_models(tmp_path))
+def test_compaction_keeps_a_recent_models_changes_and_folds_an_old_ones(tmp_path):
+    assert_compaction_waits_for_recent_models_only(*mirror_with_models(tmp_path))
 
 
-def assert_compaction_refused_until_a_full_refresh(zone, service):
-    """A model left behind while the mirror moved on and staging compaction folded its
-    changes fails with the way out, and equals its rebuild after a --full-refresh."""
-    stream = change_stream(seed=3, files=3, per_file=12)
+def assert_compaction_waits_for_recent_models_only(zone, service):
+    """Staging compaction keeps the changes a model built within the hold has not read yet;
+    once its last build is older, they are folded and the model fails with the way out, then
+    equals its rebuild after a --full-refresh."""
+    stream = change_stream(seed=3, files=4, per_file=12)
     zone.write("Customers", 1, stream[0], SCHEMA)
     service.run()
     for sequence in (2, 3):  # the mirror moves on, the model is not built
         zone.write("Customers", sequence, stream[sequence - 1], SCHEMA)
         service.run(["dbo.customers"])
+    [kept] = maintain_tables(service.settings.layout, ["dbo.customers"])
+    assert not built(service, "run", "--select", "moving", "rebuilt")
+    assert_moving_equals_rebuilt(service)
+
+    watermarks = service.settings.warehouse / "_lakemirror/control/change_watermarks"
+    delta_table(watermarks).update({"recorded_at": "'2000-01-01 00:00:00'"})  # built long ago
+    zone.write("Customers", 4, stream[3], SCHEMA)
+    service.run(["dbo.customers"])
     [folded] = maintain_tables(service.settings.layout, ["dbo.customers"])
-    assert folded.staged_rows_folded > 0
+    assert folded.staged_rows_folded > kept.staged_rows_folded
     [failed] = built(service, "run", "--select", "moving")
     assert "cannot take the changes of dbo.customers since its last build: staging compaction" \
         in failed.message and "dbt run --full-refresh --select moving" in failed.message
@@ -145,7 +158,7 @@ def assert_compaction_refused_until_a_full_refresh(zone, service):
     assert_moving_equals_rebuilt(service)
 
 
-def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
+def test_a_wrong_unique_key_or_a_missing_staging_log_is_refused(tmp_path):
     zone, service = mirror_with_models(tmp_path)
     zone.write("Customers", 1, change_stream(seed=1, files=1, per_file=5)[0], SCHEMA)
     service.run()
@@ -153,3 +166,14 @@ def test_a_unique_key_other_than_the_mirrors_keys_is_refused(tmp_path):
     moving.write_text(MODELS["moving"].replace("unique_key='id'", "unique_key='shout'"))
     [failed] = built(service, "run", "--select", "moving")
     assert "unique_key [\"shout\"] must be the keys of dbo.customers, [\"id\"]" in failed.message
+
+    # Staging's commits cleaned up behind its checkpoint: whether compaction folded the changes
+    # since the model's build is unknown.
+    moving.write_text(MODELS["moving"])
+    log = service.settings.warehouse / "_lakemirror/staging/dbo/customers/_delta_log"
+    assert list(log.glob("*.checkpoint.parquet"))
+    for commit in log.glob("*.json"):
+        commit.unlink()
+    [failed] = built(service, "run", "--select", "moving")
+    assert f"no commit is left in the Delta log of its staging table at {log}" in failed.message
+    assert "dbt run --full-refresh --select moving" in failed.message

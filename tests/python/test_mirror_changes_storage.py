@@ -16,7 +16,7 @@ from lakemirror.service import MirrorService, RunSettings
 
 from conftest import as_multiset, mirrored_rows
 from test_mirror_changes import (
-    DELETE, MODELS, SCHEMA, assert_compaction_refused_until_a_full_refresh,
+    DELETE, MODELS, SCHEMA, assert_compaction_waits_for_recent_models_only,
     assert_moving_equals_rebuilt, change_stream, mirror_with_models)
 
 
@@ -45,10 +45,11 @@ def test_an_apply_changes_model_in_object_storage_equals_its_rebuild(tmp_path, m
 
 
 @pytest.mark.slow
-def test_staging_compaction_in_object_storage_is_seen_by_a_model_it_left_behind(
+def test_staging_compaction_in_object_storage_waits_for_recent_models_only(
         tmp_path, monkeypatch, s3_server):
-    """The model's check reads the compacted position from the staging log in the store."""
-    assert_compaction_refused_until_a_full_refresh(
+    """Compaction reads the models' positions, and the model's check the compacted position
+    from the staging log, in the store."""
+    assert_compaction_waits_for_recent_models_only(
         *object_mirror_with_models(tmp_path, monkeypatch, s3_server))
 
 

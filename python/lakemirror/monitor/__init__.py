@@ -12,6 +12,7 @@ from lakemirror.monitor.pending import Landed
 from lakemirror.monitor.records import (
     TableMonitor,
     applied_positions,
+    downstream_positions,
     monitor_record,
     read_monitor,
     read_records,
@@ -29,7 +30,8 @@ from lakemirror.monitor.report import (
 
 __all__ = [
     "PARTNER_EVENTS_FILE", "Landed", "PartnerInfo", "TableMonitor", "WarehouseReport",
-    "applied_positions", "monitor_record", "parse_partner_events", "read_monitor", "read_partner",
-    "read_records", "read_report", "record_partner_events", "require_warehouse", "to_json",
+    "applied_positions", "downstream_positions", "monitor_record", "parse_partner_events",
+    "read_monitor", "read_partner", "read_records", "read_report", "record_partner_events",
+    "require_warehouse", "to_json",
     "to_text", "unrecorded_claims", "with_recorded_folders", "write_monitor",
 ]

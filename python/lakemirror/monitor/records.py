@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakemirror.delta.access import is_delta_table, write_delta
 from lakemirror.delta.rows import query_table, read_control_table
@@ -119,6 +120,25 @@ def applied_positions(warehouse: Warehouse) -> dict[str, int]:
     maxima = query_table(path, "select relation_name, max(batch_end) as batch_end "
                                "from delta_table where kind = 'applied' group by relation_name")
     return dict(zip(maxima["relation_name"].to_pylist(), maxima["batch_end"].to_pylist()))
+
+
+def downstream_positions(warehouse: Warehouse, built_since: datetime) -> dict[str, int]:
+    """Per mirrored relation ('schema.table'), the lowest position the downstream models reading
+    its changes (`mirror_changes`) recorded at their last build, among the models built since
+    `built_since`: the changes staging compaction keeps for their next build."""
+    path = warehouse.control_path("change_watermarks")
+    if not is_delta_table(path):
+        return {}
+    builds = query_table(path, """
+select mirror_name, position, recorded_at from (
+    select mirror_name, position, recorded_at, row_number() over (
+        partition by model_name, mirror_name order by recorded_at desc, position desc) as newest
+    from delta_table) as builds
+where newest = 1""")
+    recent = builds.filter(pc.greater_equal(builds["recorded_at"],
+                                            built_since.strftime("%Y-%m-%d %H:%M:%S")))
+    lowest = recent.group_by("mirror_name").aggregate([("position", "min")])
+    return dict(zip(lowest["mirror_name"].to_pylist(), lowest["position_min"].to_pylist()))
 
 
 def unrecorded_claims(warehouse: Warehouse) -> dict[str, list[int]]:
