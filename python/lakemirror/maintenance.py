@@ -11,8 +11,10 @@ Per table, under its lock (so never during a run's ingest or MERGE of it):
    reclustered by the engine's OPTIMIZE instead, when the caller gives one (`optimize`);
 3. vacuum of both tables: files no version younger than `delta.deletedFileRetentionDuration`
    (default 7 days) needs are deleted, so time travel within that window keeps working.
-A step delta-rs cannot do on a table (a writer feature it does not support) is skipped with the
-reason; the table stays as it was. `run` maintains a table when its last maintenance is older
+A step skipped on purpose says why: nothing to do yet, a table delta-rs cannot write (a writer
+feature it does not support), a clustered table without an engine that has OPTIMIZE. A step
+that fails leaves its table as it was, is reported as failed with its error, and the other
+steps and tables go on. `run` maintains a table when its last maintenance is older
 than LAKEMIRROR_MAINTENANCE_HOURS (default 24; 0: every run; `never`: only `maintain`).
 """
 
@@ -24,10 +26,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import Any, TypeVar
 
 from lakemirror.codegen.history import HISTORY_SUFFIX, history_relation
 from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
+from lakemirror.delta.log import table_protocol
+from lakemirror.delta.readers import DELTA_RS, judge
 from lakemirror.monitor import applied_positions, downstream_positions
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
@@ -58,11 +64,27 @@ class TableMaintenance:
     mirrored_files_removed: int = 0  # small files compacted away
     files_vacuumed: int = 0
     optimized: bool = False  # a clustered table reclustered by the engine's OPTIMIZE
-    skipped: tuple[str, ...] = ()  # steps not done, with why
+    skipped: tuple[str, ...] = ()  # steps not done on purpose, with why
+    failed: tuple[str, ...] = ()  # steps that failed: the step and its error
 
 
-# Runs OPTIMIZE on the Delta tables at these locations through an engine that can.
+class StepSkipped(Exception):
+    """A maintenance step not done on purpose (the message says why): no failure."""
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """How a maintenance step ended: done (both empty), skipped on purpose or failed, and why."""
+
+    skipped: str = ""
+    failed: str = ""
+
+
+# Runs OPTIMIZE on the Delta tables at these locations through an engine that can; raises
+# StepSkipped when the engine has no OPTIMIZE.
 Optimize = Callable[[Sequence[Location]], None]
+Result = TypeVar("Result")
+OPTIMIZE_STEP = "mirrored OPTIMIZE"
 NO_ENGINE = ("the table has liquid clustering, which only the engine's OPTIMIZE reclusters: "
              "give `lakemirror maintain` the spark or connect target (--target)")
 
@@ -95,7 +117,7 @@ def maintain_tables(layout: Warehouse, names: Sequence[str], *,
     for name in names:
         progress(f"maintain {name}")
         results.append(_maintain_table(layout, name, _consumed(layout, applied, downstream, name),
-                                       applied.get(name, 0), reclustered.get(name, "")))
+                                       applied.get(name, 0), reclustered.get(name)))
     _stamp(layout, names, time.time())
     return results
 
@@ -107,18 +129,45 @@ def _clustered(mirrored: Location) -> bool:
 
 
 def _recluster(layout: Warehouse, names: Sequence[str], optimize: Optimize | None,
-               progress: Callable[[str], None]) -> dict[str, str | None]:
-    """OPTIMIZE the clustered tables `names`: per table, None when done, else why not."""
+               progress: Callable[[str], None]) -> dict[str, StepOutcome]:
+    """OPTIMIZE the clustered tables `names` in one call; when it fails, one table at a time
+    (OPTIMIZE is idempotent), to name the tables that fail."""
     if not names:
         return {}
     if optimize is None:
-        return {name: NO_ENGINE for name in names}
+        return {name: StepOutcome(skipped=f"{OPTIMIZE_STEP}: {NO_ENGINE}") for name in names}
     progress(f"optimize {', '.join(names)}")
+    paths = {name: layout.mirrored_path(*split_qualified_name(name)) for name in names}
+    together = _optimize(optimize, list(paths.values()))
+    if together.failed and len(names) > 1:
+        return {name: _optimize(optimize, [path]) for name, path in paths.items()}
+    return {name: together for name in names}
+
+
+def _optimize(optimize: Optimize, locations: Sequence[Location]) -> StepOutcome:
+    outcome: list[StepOutcome] = []
+    _step(OPTIMIZE_STEP, partial(optimize, locations), outcome)
+    return outcome[0] if outcome else StepOutcome()
+
+
+def _step(step: str, action: Callable[[], Result], outcome: list[StepOutcome]) -> Result | None:
+    """Run one step of a table's maintenance: its result, or None with why it was skipped or
+    how it failed added to `outcome` (the table is left as it was; other steps go on)."""
     try:
-        optimize([layout.mirrored_path(*split_qualified_name(name)) for name in names])
-    except Exception as error:  # the engine's refusal: the tables are left as they were
-        return {name: f"{type(error).__name__}: {error}" for name in names}
-    return {name: None for name in names}
+        return action()
+    except StepSkipped as reason:
+        outcome.append(StepOutcome(skipped=f"{step}: {reason}"))
+    except Exception as error:
+        outcome.append(StepOutcome(failed=f"{step}: {type(error).__name__}: {error}"))
+    return None
+
+
+def _writable_by_delta_rs(table: Location) -> None:
+    """Raise StepSkipped when the table has a writer feature delta-rs cannot write."""
+    cannot = judge(DELTA_RS, table_protocol(table)).cannot_write
+    if cannot:
+        raise StepSkipped(f"delta-rs cannot write {', '.join(cannot)} (the engine's OPTIMIZE "
+                          "and VACUUM can: run them on the spark target)")
 
 
 def _consumed(layout: Warehouse, applied: dict[str, int], downstream: dict[str, int],
@@ -150,45 +199,50 @@ def due_tables(warehouse: Location, names: Sequence[str], *, hours: float | None
 
 
 def _maintain_table(layout: Warehouse, name: str, watermark: int, mirror_watermark: int,
-                    recluster: str | None = "") -> TableMaintenance:
-    """`recluster`: '' for a table without clustering, None when OPTIMIZE reclustered it,
-    else why it did not."""
+                    recluster: StepOutcome | None = None) -> TableMaintenance:
+    """`recluster`: None for a table without clustering, else how its OPTIMIZE ended."""
     schema, table = split_qualified_name(name)
     staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
-    skipped: list[str] = []
-    folded = Compaction(0, 0)
-    recorded = bookkeeping_commit(delta_table(staging))
-    if CONDITIONAL_KEY not in recorded:
-        skipped.append("staging compaction: staged by an older lakemirror (the next staged "
-                       "file records what it needs)")
-    else:
-        try:
-            folded = compact_staging(staging, mirrored, watermark, keys=staged_keys(staging),
-                                     conditional_column=recorded[CONDITIONAL_KEY] or None,
-                                     table=name,
-                                     prove=lambda: _prove_before_folding(
-                                         layout, name, watermark, mirror_watermark))
-        except Exception as error:  # a delta-rs refusal: the table is left as it was
-            skipped.append(f"staging compaction: {type(error).__name__}: {error}")
+    outcome = [] if recluster is None else [recluster]
+    folded = _step("staging compaction", partial(
+        _compact_staging, layout, name, watermark, mirror_watermark), outcome) or Compaction(0, 0)
     removed = 0
-    if recluster:
-        skipped.append(f"mirrored OPTIMIZE: {recluster}")
-    elif recluster == "" and is_delta_table(mirrored):
-        try:
-            metrics = delta_table(mirrored).optimize.compact()
-            removed = int(metrics.get("numFilesRemoved", 0)) - int(metrics.get("numFilesAdded", 0))
-        except Exception as error:
-            skipped.append(f"mirrored compaction: {type(error).__name__}: {error}")
+    if recluster is None and is_delta_table(mirrored):
+        metrics = _step("mirrored compaction", partial(_compact, mirrored), outcome) or {}
+        removed = int(metrics.get("numFilesRemoved", 0)) - int(metrics.get("numFilesAdded", 0))
     vacuumed = 0
     for path in (staging, mirrored):
-        if not is_delta_table(path):
-            continue
-        try:
-            vacuumed += len(delta_table(path).vacuum(dry_run=False))
-        except Exception as error:
-            skipped.append(f"vacuum of {path.name}: {type(error).__name__}: {error}")
-    return TableMaintenance(schema, table, folded.rows_before, folded.rows_after,
-                            max(removed, 0), vacuumed, recluster is None, tuple(skipped))
+        if is_delta_table(path):
+            vacuumed += _step(f"vacuum of {path.name}", partial(_vacuum, path), outcome) or 0
+    return TableMaintenance(
+        schema, table, folded.rows_before, folded.rows_after, max(removed, 0), vacuumed,
+        recluster == StepOutcome(),
+        tuple(step.skipped for step in outcome if step.skipped),
+        tuple(step.failed for step in outcome if step.failed))
+
+
+def _compact_staging(layout: Warehouse, name: str, watermark: int,
+                     mirror_watermark: int) -> Compaction:
+    schema, table = split_qualified_name(name)
+    staging, mirrored = layout.staging_path(schema, table), layout.mirrored_path(schema, table)
+    recorded = bookkeeping_commit(delta_table(staging))
+    if CONDITIONAL_KEY not in recorded:
+        raise StepSkipped("staged by an older lakemirror (the next staged file records what "
+                          "it needs)")
+    return compact_staging(staging, mirrored, watermark, keys=staged_keys(staging),
+                           conditional_column=recorded[CONDITIONAL_KEY] or None, table=name,
+                           prove=lambda: _prove_before_folding(
+                               layout, name, watermark, mirror_watermark))
+
+
+def _compact(mirrored: Location) -> dict[str, Any]:
+    _writable_by_delta_rs(mirrored)
+    return dict(delta_table(mirrored).optimize.compact())
+
+
+def _vacuum(path: Location) -> int:
+    _writable_by_delta_rs(path)
+    return len(delta_table(path).vacuum(dry_run=False))
 
 
 def _prove_before_folding(layout: Warehouse, name: str, watermark: int,
@@ -226,3 +280,12 @@ def _stamp(layout: Warehouse, names: Sequence[str], when: float) -> None:
 
 def to_json(results: Sequence[TableMaintenance]) -> str:
     return json.dumps({"tables": [asdict(result) for result in results]}, indent=2)
+
+
+def to_text(result: TableMaintenance) -> str:
+    return (f"{result.schema}.{result.table}: {result.staged_rows_folded} applied changes "
+            f"folded into {result.snapshot_rows} rows, {result.mirrored_files_removed} files "
+            f"compacted away, {result.files_vacuumed} files vacuumed"
+            + ("; reclustered by OPTIMIZE" if result.optimized else "")
+            + "".join(f"; skipped {reason}" for reason in result.skipped)
+            + "".join(f"; FAILED {failure}" for failure in result.failed))

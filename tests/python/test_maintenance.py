@@ -5,18 +5,25 @@ vacuums the mirrored table."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import zipfile
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakemirror import maintenance
+from lakemirror.cli.main import cli
+from lakemirror.errors import EngineError
 from lakemirror.delta.rows import read_table, table_row_count, without_views
 from lakemirror.landing import POSITION, ROWS_PER_FILE, discover_tables, sequence_file_name
 from lakemirror.reference import ROW_MARKER, apply_changes
@@ -26,6 +33,7 @@ from lakemirror.staging import Warehouse, ingest_table
 from lakemirror.staging.compaction import compact_staging
 
 from conftest import (
+    SPARK_UNAVAILABLE,
     Zone,
     as_multiset,
     copy_project,
@@ -33,6 +41,7 @@ from conftest import (
     mirror_setup,
     mirrored_rows,
 )
+from test_delta_settings import configure
 
 M = ROW_MARKER
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -248,3 +257,136 @@ def test_a_bad_maintenance_interval_is_a_config_error(value):
 
     with pytest.raises(ConfigError, match=MAINTENANCE_HOURS):
         read_settings({MAINTENANCE_HOURS: value})
+
+
+def two_mirrored_tables(tmp_path, monkeypatch):
+    """dbo.a and dbo.b, mirrored twice (so staging has applied changes to fold)."""
+    monkeypatch.setenv(MAINTENANCE_HOURS, "never")
+    zone, service = mirror_setup(tmp_path)
+    for table in ("A", "B"):
+        zone.table(table, ["id"])
+        zone.write(table, 1, [{"id": i, "c": 1, "v": "a", M: 0} for i in range(1, 4)], SCHEMA)
+        zone.write(table, 2, [{"id": 1, "c": 2, "v": "b", M: 1}], SCHEMA)
+    assert all(not status.unhealthy for status in service.run())
+    return service
+
+
+def maintain_cli(service, *options):
+    """`lakemirror maintain`'s exit code and JSON tables (or text, with --text)."""
+    as_json = "--text" not in options
+    arguments = ["maintain", "--warehouse", str(service.settings.warehouse),
+                 *(option for option in options if option != "--text")]
+    result = CliRunner().invoke(cli, arguments + (["--json"] if as_json else []))
+    return result.exit_code, (json.loads(result.stdout)["tables"] if as_json
+                              else result.stdout)
+
+
+@pytest.mark.slow
+def test_a_failed_step_fails_maintain_naming_it_and_the_other_tables_go_on(tmp_path,
+                                                                          monkeypatch):
+    """A mirror that differs from its staged changes: its staging compaction fails (the
+    changes are kept as evidence); the other table is folded, and both are vacuumed."""
+    service = two_mirrored_tables(tmp_path, monkeypatch)
+    DeltaTable(str(service.settings.warehouse / "dbo" / "a")).delete("id = 3")
+
+    code, text = maintain_cli(service, "--table", "dbo.a", "--text")
+    assert code == 1
+    assert text.startswith("dbo.a: 0 applied changes folded into 0 rows")
+    assert ("files vacuumed; FAILED staging compaction: StorageError: [table dbo.a] the mirror "
+            "differs from its staged changes (1 missing, 0 extra, 0 changed rows)") in text
+    code, tables = maintain_cli(service)
+    assert code == 1
+    a, b = sorted(tables, key=lambda table: table["table"])
+    assert a["staged_rows_folded"] == 0 and a["skipped"] == []
+    [failure] = a["failed"]
+    assert failure.startswith("staging compaction: StorageError: [table dbo.a] the mirror "
+                              "differs") and "lakemirror verify dbo.a" in failure
+    assert b["staged_rows_folded"] == 4 and b["failed"] == b["skipped"] == []
+
+    # `run` maintains too: its outcome stands, with a warning naming the table and the step.
+    monkeypatch.setenv(MAINTENANCE_HOURS, "0")
+    service.settings = replace(service.settings, env=read_settings())
+    assert all(not status.unhealthy for status in service.run())
+    assert [warning for warning in service.run_warnings if "dbo.a" in warning] == [
+        f"maintenance of dbo.a: {failure}"]
+
+
+def test_an_optimize_that_fails_on_one_clustered_table_names_it_and_spares_the_others(
+        tmp_path, monkeypatch):
+    """OPTIMIZE runs once for every clustered table; when it fails, once per table, so only
+    the table that fails is reported failed (the others reclustered); an engine without
+    OPTIMIZE skips the step, which is no failure."""
+    service = two_mirrored_tables(tmp_path, monkeypatch)
+    monkeypatch.setattr(maintenance, "_clustered", lambda path: True)  # Sail cannot cluster
+    calls: list[list[str]] = []
+
+    def optimize(locations):
+        calls.append([location.name for location in locations])
+        if "a" in calls[-1]:
+            raise EngineError("OPTIMIZE failed: NoClassDefFoundError", hint="see above")
+
+    layout = service.settings.layout
+    a, b = maintenance.maintain_tables(layout, ["dbo.a", "dbo.b"], optimize=optimize)
+    assert calls == [["a", "b"], ["a"], ["b"]]
+    assert a.failed == ("mirrored OPTIMIZE: EngineError: OPTIMIZE failed: "
+                        "NoClassDefFoundError Fix: see above",) and not a.optimized
+    assert b.optimized and b.failed == ()
+
+    def no_optimize(locations):
+        raise maintenance.StepSkipped("the engine has no OPTIMIZE")
+
+    for table in maintenance.maintain_tables(layout, ["dbo.a", "dbo.b"], optimize=no_optimize):
+        assert table.skipped == ("mirrored OPTIMIZE: the engine has no OPTIMIZE",)
+        assert table.failed == () and not table.optimized
+
+
+@pytest.mark.slow
+def test_maintain_on_an_engine_without_optimize_skips_it_and_exits_0(tmp_path, monkeypatch):
+    service = two_mirrored_tables(tmp_path, monkeypatch)
+    monkeypatch.setattr(maintenance, "_clustered", lambda path: True)  # Sail cannot cluster
+    monkeypatch.chdir(service.settings.project_dir)
+    code, tables = maintain_cli(service, "--target", "embedded")
+    assert code == 0
+    for table in tables:
+        assert table["skipped"] == [
+            "mirrored OPTIMIZE: the embedded target's engine has no OPTIMIZE; give `lakemirror "
+            "maintain` the spark or connect target (--target)"] and table["failed"] == []
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.skipif(SPARK_UNAVAILABLE is not None,
+                    reason=f"spark target skipped: {SPARK_UNAVAILABLE}")
+def test_an_optimize_the_delta_build_cannot_do_fails_maintain_saying_why(tmp_path, monkeypatch):
+    """OPTIMIZE of a table clustered on two columns needs Delta's HilbertStates class: a Delta
+    jar without it fails the step, and maintain says what is missing and what works. delta-rs
+    cannot write a clustered table: its vacuum is skipped, which is no failure."""
+    monkeypatch.setenv(MAINTENANCE_HOURS, "never")
+    zone, service = mirror_setup(tmp_path, "spark")
+    zone.table("T", ["id"])
+    configure(service, ["dbo:", "  dbo__t: {+cluster_by: [id, v]}"])
+    zone.write("T", 1, [{"id": i, "c": 1, "v": "a", M: 0} for i in range(1, 4)], SCHEMA)
+    assert all(not status.unhealthy for status in service.run())
+    monkeypatch.chdir(service.settings.project_dir)
+    code, [table] = maintain_cli(service, "--target", "spark")
+    assert table["skipped"] == [  # a clustered table's vacuum is the engine's to do
+        "vacuum of t: delta-rs cannot write clustering, domainMetadata (the engine's OPTIMIZE "
+        "and VACUUM can: run them on the spark target)"]
+    if delta_jar_has("HilbertStates"):  # a Delta release jar
+        assert code == 0 and table["optimized"] is True
+        return
+    assert code == 1 and not table["optimized"]
+    assert table["failed"] == [
+        "mirrored OPTIMIZE: EngineError: OPTIMIZE failed: this Delta Lake build lacks "
+        "Hilbert-curve clustering (class HilbertStates), which OPTIMIZE needs for a table "
+        "clustered on two or more columns Fix: use a Delta Lake release jar (delta-spark from "
+        "Maven Central), or cluster the table on one column (cluster_by) and --full-refresh it"]
+
+
+def delta_jar_has(name):
+    """Whether the Delta jar of LAKEMIRROR_DELTA_JARS (else a release's, from Maven) holds a
+    class `name`."""
+    if not os.environ.get("LAKEMIRROR_DELTA_JARS"):
+        return True
+    [jar] = Path(os.environ["LAKEMIRROR_DELTA_JARS"]).glob("delta-spark_*.jar")
+    return any(entry.endswith(f"/{name}.class") for entry in zipfile.ZipFile(jar).namelist())

@@ -189,7 +189,8 @@ def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
              target: str | None, project_dir: Path | None, as_json: bool) -> None:
     """Fold applied changes out of staging, compact mirrored tables (OPTIMIZE on --target
     for clustered ones) and vacuum both (files older than delta.deletedFileRetentionDuration,
-    default 7 days). `run` does it too, every LAKEMIRROR_MAINTENANCE_HOURS (24)."""
+    default 7 days). `run` does it too, every LAKEMIRROR_MAINTENANCE_HOURS (24). Exit code 1
+    when a step failed on some table (the others go on); a step skipped on purpose says why."""
     from lakemirror import maintenance
     from lakemirror.run.maintain import engine_optimize, target_settings
     from lakemirror.storage.warehouse import warehouse_location
@@ -201,15 +202,10 @@ def maintain(warehouse: Location, tables: tuple[str, ...], lock_timeout: float,
         optimize=None if target is None else engine_optimize(
             target_settings(location, project_dir, target, env)),
         progress=lambda message: click.echo(message, err=True))
-    if as_json:
-        click.echo(maintenance.to_json(results))
-        return
-    for result in results:
-        click.echo(f"{result.schema}.{result.table}: {result.staged_rows_folded} applied changes "
-                   f"folded into {result.snapshot_rows} rows, {result.mirrored_files_removed} "
-                   f"files compacted away, {result.files_vacuumed} files vacuumed"
-                   + ("; reclustered by OPTIMIZE" if result.optimized else "")
-                   + "".join(f"; skipped {reason}" for reason in result.skipped))
+    for line in ([maintenance.to_json(results)] if as_json
+                 else [maintenance.to_text(result) for result in results]):
+        click.echo(line)
+    sys.exit(ExitCode.FAILED if any(result.failed for result in results) else ExitCode.HEALTHY)
 
 
 @cli.command()

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lakemirror.delta.access import delta_table
 from lakemirror.delta.features import Protocol
 from lakemirror.storage.location import Location
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 TableKind = Literal["mirrored", "model", "staging", "control"]
 KINDS: tuple[TableKind, ...] = ("mirrored", "model", "staging", "control")
@@ -53,17 +56,24 @@ class TableLog:
 
 def read_log(table: WarehouseTable, *, history: int) -> TableLog:
     """The table's protocol, properties and its last `history` commits, newest first."""
-    from deltalake import DeltaTable
-
     delta = delta_table(table.path)
-    protocol = delta.protocol()
     return TableLog(
         table,
-        Protocol(protocol.min_reader_version, protocol.min_writer_version,
-                 tuple(protocol.reader_features or ()), tuple(protocol.writer_features or ())),
+        _protocol(delta),
         dict(delta.metadata().configuration),
         tuple(_commit(entry) for entry in delta.history(history)) if history > 0 else (),
     )
+
+
+def table_protocol(path: Location) -> Protocol:
+    """The protocol of the Delta table at `path`."""
+    return _protocol(delta_table(path))
+
+
+def _protocol(delta: DeltaTable) -> Protocol:
+    protocol = delta.protocol()
+    return Protocol(protocol.min_reader_version, protocol.min_writer_version,
+                    tuple(protocol.reader_features or ()), tuple(protocol.writer_features or ()))
 
 
 def _commit(entry: dict[str, Any]) -> Commit:
