@@ -34,10 +34,10 @@ from lakemirror.delta.access import delta_table, is_delta_table
 from lakemirror.delta.bookkeeping import bookkeeping_commit
 from lakemirror.delta.log import table_protocol
 from lakemirror.delta.readers import DELTA_RS, judge
-from lakemirror.monitor import applied_positions, downstream_positions
+from lakemirror.monitor import applied_positions, downstream_positions, require_warehouse
 from lakemirror.naming import qualified_name, split_qualified_name
 from lakemirror.environment import DEFAULT_LEASE_SECONDS
-from lakemirror.errors import StorageError
+from lakemirror.errors import ConfigError, StorageError
 from lakemirror.proof.verify import mirror_comparison
 from lakemirror.staging.compaction import Compaction, compact_staging, staged_keys
 from lakemirror.staging.ingest import CONDITIONAL_KEY
@@ -93,10 +93,18 @@ def maintain(warehouse: Location, tables: Sequence[str] = (), *,
              lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
              lease_seconds: float = DEFAULT_LEASE_SECONDS, optimize: Optimize | None = None,
              progress: Callable[[str], None] = lambda message: None) -> list[TableMaintenance]:
-    """Maintain the named staged tables ('schema.table'), or all of them."""
+    """Maintain the named staged tables ('schema.table'), or all of them. A folder that is no
+    warehouse, or a name it has no table of, is a ConfigError: nothing is maintained."""
     layout = Warehouse(warehouse)
-    names = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
-    names = [name for name in names if not tables or name in tables]
+    require_warehouse(layout)
+    staged = [qualified_name(schema, table) for schema, table in staged_tables(layout)]
+    unknown = sorted(set(tables) - set(staged))
+    if unknown:
+        raise ConfigError(f"the warehouse {layout.storage.location('')} has no table "
+                          f"{', '.join(unknown)}",
+                          hint="name its tables as schema.table: " + (", ".join(staged)
+                                                                      or "it has none yet"))
+    names = [name for name in staged if not tables or name in tables]
     with table_locks(layout.storage, names, timeout=lock_timeout, progress=progress,
                      lease_seconds=lease_seconds):
         return maintain_tables(layout, names, optimize=optimize, progress=progress)

@@ -289,6 +289,11 @@ def test_a_failed_step_fails_maintain_naming_it_and_the_other_tables_go_on(tmp_p
     service = two_mirrored_tables(tmp_path, monkeypatch)
     DeltaTable(str(service.settings.warehouse / "dbo" / "a")).delete("id = 3")
 
+    unknown = CliRunner().invoke(cli, ["maintain", "--warehouse",
+                                       str(service.settings.warehouse), "--table", "dbo.c"])
+    assert unknown.exit_code == 2 and "has no table dbo.c" in unknown.output
+    assert "name its tables as schema.table: dbo.a, dbo.b" in unknown.output
+
     code, text = maintain_cli(service, "--table", "dbo.a", "--text")
     assert code == 1
     assert text.startswith("dbo.a: 0 applied changes folded into 0 rows")
@@ -390,3 +395,17 @@ def delta_jar_has(name):
         return True
     [jar] = Path(os.environ["LAKEMIRROR_DELTA_JARS"]).glob("delta-spark_*.jar")
     return any(entry.endswith(f"/{name}.class") for entry in zipfile.ZipFile(jar).namelist())
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty", "landing zone"])
+def test_maintain_refuses_a_folder_that_is_no_warehouse_and_writes_nothing(tmp_path, folder):
+    path = tmp_path / folder
+    if folder != "missing":
+        path.mkdir()
+    if folder == "landing zone":
+        (path / "Customers").mkdir()
+        (path / "Customers/_metadata.json").write_text('{"keyColumns": ["id"]}')
+    before = sorted(tmp_path.rglob("*"))
+    result = CliRunner().invoke(cli, ["maintain", "--warehouse", str(path)])
+    assert result.exit_code == 2 and f"{path} is not a lakemirror warehouse" in result.output
+    assert sorted(tmp_path.rglob("*")) == before
