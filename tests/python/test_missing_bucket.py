@@ -89,7 +89,8 @@ def files_under(folder):
 
 
 @pytest.mark.parametrize("command", [["status"], ["inspect"], ["maintain"], ["doctor"],
-                                     ["restore"], ["restore", "dbo.customers"]])
+                                     ["restore"], ["restore", "dbo.customers"],
+                                     ["engine", "start"]])
 def test_commands_on_a_warehouse_in_a_missing_bucket(invoke, missing, command):
     assert_configuration_error(invoke(*command, "--warehouse", missing), missing,
                                "LAKEMIRROR_WAREHOUSE")

@@ -53,10 +53,15 @@ def start_options(command: Command) -> Command:
 @engine.command()
 @start_options
 def start(project_dir: Path | None, port: int | None, warehouse: Location | None) -> None:
-    """Start the engine; then plain `dbt run` works in the dbt project."""
+    """Start the engine; then plain `dbt run` works in the dbt project. A warehouse in a
+    bucket or container that does not exist is refused before the engine starts."""
     from lakemirror.engine import DEFAULT_PORT, background_process, start_background
+    from lakemirror.staging.layout import Warehouse
     from lakemirror.storage.engine_settings import engine_environment
+    from lakemirror.storage.location import ObjectLocation
 
+    if isinstance(warehouse, ObjectLocation):
+        Warehouse(warehouse).storage.folders("")  # one listing: its bucket answers
     environment = (engine_environment(warehouse, cli_settings().storage.variables)
                    if warehouse is not None else {})
     project = _project(project_dir)
