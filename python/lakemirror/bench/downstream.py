@@ -69,6 +69,7 @@ class Round:
 
 
 def spread(values: Sequence[float]) -> dict[str, float]:
+    """The median of `values`, and their least and largest."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
