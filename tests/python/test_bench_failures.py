@@ -51,6 +51,16 @@ def test_each_kind_of_failure_is_named_with_its_message():
                         "storage: the rebuild differs"]
 
 
+def test_a_result_not_verified_inside_a_figures_tuples_is_a_failure():
+    """A figure's `dataclasses.asdict` keeps its tuples: merge growth's sizes are one."""
+    from lakemirror.bench.merge_growth import MergeGrowth, SizeRuns, TimedRun
+
+    runs = (TimedRun(2.0, 300.0, {"merge": 1.0, "total": 2.0}),)
+    wrong = SizeRuns(1_000, 10, (), (), 1.0, runs, False, "2 rows missing", True)
+    assert bench_failures(document(VERIFIED, merge_growth=MergeGrowth(10, (wrong,)).as_dict())
+                          ) == ["merge_growth: verified: false"]
+
+
 def test_a_run_that_fails_before_its_json_reports_its_error_for_each_table(tmp_path):
     """The wide-table figure's first run names no table: its failure is still each table's
     status, with the run's exit code and stderr (it was `missing` with no error)."""

@@ -124,6 +124,14 @@ def _sizes(context: click.Context, parameter: click.Parameter,
                    "after `lakemirror maintain`: seconds, peak RSS and their ratio [off].")
 @click.option("--verify-cost-changes", type=click.IntRange(min=1), default=None,
               help="Changes in the change file of --verify-cost [100,000; smoke 100].")
+@click.option("--downstream", "downstream_rows", callback=_sizes, default=None,
+              metavar="ROWS,...",
+              help="Time a model of yours on `lakemirror.mirror_changes` (apply_changes) "
+                   "against the same SQL rebuilt as a table, over tables of these sizes (e.g. "
+                   "1000000,10000000), one change file a round: each model's build, their "
+                   "ratio, the two compared every round [off].")
+@click.option("--downstream-changes", type=click.IntRange(min=1), default=None,
+              help="Changes per change file of --downstream [1,000; smoke 100].")
 @click.option("--plot", "plot_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE.png",
               help="Draw time against table size and changes per file into this PNG.")
@@ -143,13 +151,15 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
           storage_rows: int | None, storage_changes: int | None, object_warehouse: bool,
           merge_growth_rows: tuple[int, ...] | None, merge_growth_changes: int | None,
           merge_growth_copy_on_write: bool, verify_cost_rows: tuple[int, ...] | None,
-          verify_cost_changes: int | None, plot_file: Path | None,
+          verify_cost_changes: int | None, downstream_rows: tuple[int, ...] | None,
+          downstream_changes: int | None, plot_file: Path | None,
           directory: Path, as_json: bool) -> None:
     """Benchmark lakemirror against delta-rs (per file and batched), the in-memory floor and
     Spark on one generated landing zone, every final table verified; then idle runs, staging
     against pyarrow, freshness, memory, wide tables, storage after many files and the
     warehouse on S3; with --merge-growth, how a MERGE's time grows with the table; with
-    --verify-cost, what `lakemirror verify` costs against a full scan."""
+    --verify-cost, what `lakemirror verify` costs against a full scan; with --downstream, a
+    downstream model's incremental build against its rebuild."""
     from lakemirror.bench.command import run_bench_command
     from lakemirror.errors import LakemirrorError
 
@@ -179,7 +189,8 @@ def bench(rows: int | None, files: int | None, changes: int | None, tables: int 
             storage_changes=storage_changes, object_warehouse=object_warehouse,
             merge_growth_rows=merge_growth_rows, merge_growth_changes=merge_growth_changes,
             merge_growth_copy_on_write=merge_growth_copy_on_write,
-            verify_cost_rows=verify_cost_rows, verify_cost_changes=verify_cost_changes)
+            verify_cost_rows=verify_cost_rows, verify_cost_changes=verify_cost_changes,
+            downstream_rows=downstream_rows, downstream_changes=downstream_changes)
     except LakemirrorError as error:  # as the CLI's error boundary would (`python -m`)
         click.secho(f"error: {error}", fg="red", err=True)
         sys.exit(error.exit_code)

@@ -223,6 +223,18 @@ def _verify_cost(result: BenchResult, figures: Figures, directory: Path,
     return cost.as_dict(), cost.text()
 
 
+def _downstream(result: BenchResult, figures: Figures, directory: Path,
+                progress: Progress) -> Figure:
+    from lakemirror.bench.downstream import measure_downstream
+
+    if not figures.downstream_rows:
+        return None
+    cost = measure_downstream(directory / "downstream", result.spec, figures.downstream_rows,
+                              figures.downstream_changes, progress,
+                              memory_limit_gb=result.memory_limit_gb)
+    return cost.as_dict(), cost.text()
+
+
 # New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
 # they change most are also measured copy-on-write, for a reader set that cannot read them.
 COPY_ON_WRITE = ("delta-rs-pyarrow",)
@@ -234,7 +246,7 @@ FIGURES: tuple[tuple[str, Callable[[BenchResult, Figures, Path, Progress], Figur
     ("storage", _storage),
     ("storage_copy_on_write", partial(_storage, readers=COPY_ON_WRITE)),
     ("object_warehouse", _object_warehouse), ("merge_growth", _merge_growth),
-    ("verify_cost", _verify_cost))
+    ("verify_cost", _verify_cost), ("downstream", _downstream))
 
 
 def bench_spec(*, smoke: bool, scale: int = 1, **options: Any) -> BenchSpec:

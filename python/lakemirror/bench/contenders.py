@@ -13,7 +13,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 STARTED = time.perf_counter()  # the contender process's start of work: its imports follow
@@ -77,10 +77,12 @@ def _mirror(zone: Path, out: Path, project: Path, target: str) -> dict[str, str]
 
 def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
                     delta_features: tuple[str, ...] = (),
-                    readers: tuple[str, ...] = ()) -> Path:
+                    readers: tuple[str, ...] = (),
+                    models: Mapping[str, str] | None = None) -> Path:
     """A copy of `items` of lakemirror's dbt package (the one installed: a wheel carries it,
     a git clone is it) at `project`, so generated models stay out of the package; its mirror
-    models take `delta_features` and the reader set `readers` (docs/pages/table-settings.md)."""
+    models take `delta_features` and the reader set `readers` (docs/pages/table-settings.md);
+    `models` (name → SQL) are models of the user's own, in models/user."""
     from lakemirror.project.locate import dbt_package_dir
 
     package = dbt_package_dir()
@@ -95,6 +97,10 @@ def private_project(project: Path, items: tuple[str, ...] = PROJECT_ITEMS,
         _configure_mirror_models(project, {"+delta_features": list(delta_features)})
     if readers:
         _configure_mirror_models(project, {"+lakemirror_readers": list(readers)})
+    if models:
+        (project / "models" / "user").mkdir(parents=True)
+        for name, sql in models.items():
+            (project / "models" / "user" / f"{name}.sql").write_text(sql)
     return project
 
 

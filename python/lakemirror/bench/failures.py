@@ -41,8 +41,8 @@ def _problems(value: Any) -> Iterator[str]:
             if value.get(check) is False:
                 yield str(value.get("message") or f"{check}: false")
         for item in value.values():
-            if isinstance(item, (Mapping, list)):
+            if isinstance(item, (Mapping, list, tuple)):
                 yield from _problems(item)
-    elif isinstance(value, list):
+    elif isinstance(value, (list, tuple)):  # a figure's dataclasses.asdict keeps tuples
         for item in value:
             yield from _problems(item)

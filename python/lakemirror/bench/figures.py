@@ -30,6 +30,8 @@ class Figures:
     merge_growth_copy_on_write: bool = True  # also without deletion vectors
     verify_cost_rows: tuple[int, ...] = ()  # table sizes; off by default (10M rows: minutes)
     verify_cost_changes: int = 100_000
+    downstream_rows: tuple[int, ...] = ()  # table sizes; off by default (10M rows: minutes)
+    downstream_changes: int = 1_000
 
     @classmethod
     def smoke(cls) -> Figures:
@@ -37,7 +39,7 @@ class Figures:
         return cls(idle_runs=1, memory_gb=0.01, csv_memory_gb=0.01, wide_columns=(40,),
                    wide_rows=1_000, wide_changes=100, storage_files=3, storage_rows=2_000,
                    storage_changes=100, merge_growth_changes=100,
-                   verify_cost_changes=100)
+                   verify_cost_changes=100, downstream_changes=100)
 
     @classmethod
     def chosen(cls, *, smoke: bool, **options: Any) -> Figures:

@@ -14,14 +14,15 @@ import click
 
 from lakemirror.bench.figures_source import FigureSet, load_sets
 from lakemirror.bench.figures_tables import (
-    fixed_cost_block, merge_growth_block, resources_block, scale_block, sweep_block,
-    verify_cost_block)
+    downstream_block, fixed_cost_block, merge_growth_block, resources_block, scale_block,
+    sweep_block, verify_cost_block)
 
 BLOCK = re.compile(r"(<!-- figures: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures -->)",
                    re.DOTALL)
 BLOCKS: dict[str, Callable[[Mapping[str, FigureSet]], str]] = {
     "fixed-cost": fixed_cost_block, "scale": scale_block, "merge-growth": merge_growth_block,
-    "verify-cost": verify_cost_block, "resources": resources_block, "sweep": sweep_block}
+    "verify-cost": verify_cost_block, "downstream": downstream_block,
+    "resources": resources_block, "sweep": sweep_block}
 PAGE = "pages/performance.md"
 PLOT = "pages/bench.png"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from lakemirror.bench.figures_source import (
     Document, FigureSet, commands, contender, measured, megabytes, seconds, table, times)
@@ -128,6 +128,32 @@ def merge_growth_block(sets: Mapping[str, FigureSet]) -> str:
                "copy-on-write: merge (growth)", "run"), _growth_rows(vectors, copies)),
         ("Every table verified" if every else "Not every table verified")
         + f", {checks}. The initial loads (before the figure's runs): {loads}."))
+
+
+def _spread(values: Document, show: Callable[[float], str] = seconds) -> str:
+    return f"{show(values['median'])} ({show(values['min'])}–{show(values['max'])})"
+
+
+def downstream_block(sets: Mapping[str, FigureSet]) -> str:
+    figure = sets["downstream"].documents[0]["downstream"]
+    sizes = figure["sizes"]
+    every = all(size["every_round_verified"] for size in sizes)
+    loads = "; ".join(f"{seconds(size['initial_load_seconds'])} at {size['table_rows']:,} rows"
+                      for size in sizes)
+    return "\n\n".join((
+        commands(sets, ["downstream"]),
+        f"{len(sizes[0]['rounds'])} rounds a size, each one change file of "
+        f"{figure['changes_per_file']:,} changes applied by a warm `lakemirror run`; each "
+        "model's execution time as dbt records it (median, then min–max):",
+        table(("table rows", "incremental build", "rebuild", "rebuild / incremental",
+               "the mirror model", "the run"),
+              ((f"{size['table_rows']:,}", _spread(size["incremental"]),
+                _spread(size["rebuild"]), _spread(size["ratio"], times), _spread(size["mirror"]),
+                _spread(size["run"])) for size in sizes)),
+        ("The incremental model equalled its rebuild after every round"
+         if every else "The incremental model did not equal its rebuild after every round")
+        + f". The initial loads (the mirror and both models' first builds, before the "
+          f"rounds): {loads}."))
 
 
 def fixed_cost_block(sets: Mapping[str, FigureSet]) -> str:

@@ -20,7 +20,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,25 +145,35 @@ def measure_merge_growth(directory: Path, spec: BenchSpec, sizes: Sequence[int],
     for rows in sizes:
         sized = dataclasses.replace(spec, tables=1, table_rows=rows, files=CHANGE_FILES,
                                     changes_per_file=changes)
-        fields = {field.name: getattr(sized, field.name) for field in dataclasses.fields(sized)}
-        request = {"spec": {**fields, "op_mix": dict(sized.op_mix)},
-                   "modes": [list(readers) for readers in modes],
+        request = {"spec": spec_fields(sized), "modes": [list(readers) for readers in modes],
                    "full_verify_rows": full_verify_rows or FULL_VERIFY_ROWS,
                    "memory_limit_gb": memory_limit_gb}
-        workdir = directory / f"rows-{rows}"
-        worker = subprocess.Popen([sys.executable, "-m", "lakemirror.bench.merge_growth",
-                                   str(workdir), json.dumps(request)],
-                                  stderr=subprocess.PIPE, text=True)
-        last = ""
-        for line in worker.stderr or ():
-            last = line.rstrip()
-            progress(last)
-        if worker.wait() != 0:
-            raise RuntimeError(f"merge growth at {rows:,} rows failed: {last}")
-        measured.extend(_size_runs(found)
-                        for found in json.loads((workdir / RESULT_FILE).read_text()))
+        found = run_worker("lakemirror.bench.merge_growth", directory / f"rows-{rows}",
+                           request, f"merge growth at {rows:,} rows", progress)
+        measured.extend(_size_runs(size) for size in found)
     by_mode = sorted(measured, key=lambda size: (modes.index(size.readers), size.table_rows))
     return MergeGrowth(changes, tuple(by_mode))
+
+
+def spec_fields(spec: BenchSpec) -> dict[str, Any]:
+    """`spec` as JSON values, for a worker's request (`BenchSpec(**fields)` again)."""
+    fields = {field.name: getattr(spec, field.name) for field in dataclasses.fields(spec)}
+    return {**fields, "op_mix": dict(spec.op_mix)}
+
+
+def run_worker(module: str, workdir: Path, request: dict[str, Any], what: str,
+               progress: Callable[[str], None]) -> Any:
+    """`python -m MODULE WORKDIR REQUEST` (a figure's worker for one size), its stderr lines
+    passed to `progress`: what it wrote to WORKDIR/result.json; raises if it failed."""
+    worker = subprocess.Popen([sys.executable, "-m", module, str(workdir), json.dumps(request)],
+                              stderr=subprocess.PIPE, text=True)
+    last = ""
+    for line in worker.stderr or ():
+        last = line.rstrip()
+        progress(last)
+    if worker.wait() != 0:
+        raise RuntimeError(f"{what} failed: {last}")
+    return json.loads((workdir / RESULT_FILE).read_text())
 
 
 def _size_runs(found: dict[str, Any]) -> SizeRuns:
@@ -176,8 +186,8 @@ def measure_size(directory: Path, spec: BenchSpec, modes: Sequence[tuple[str, ..
                  full_verify_rows: int, memory_limit_gb: float | None) -> list[SizeRuns]:
     """The worker: generate `spec`'s zone, then mirror it once per mode (see the module)."""
     directory.mkdir(parents=True)
-    _progress(f"merge growth: generating {spec.table_rows:,} rows and {spec.files} files of "
-              f"{spec.changes_per_file:,} changes")
+    worker_progress(f"merge growth: generating {spec.table_rows:,} rows and {spec.files} "
+                    f"files of {spec.changes_per_file:,} changes")
     [table] = generate_zone(directory / "zone", spec)
     return [_mirror_changes(directory / ("-".join(readers) or "deletion-vectors"), table,
                             readers, spec.table_rows <= full_verify_rows, memory_limit_gb)
@@ -195,7 +205,7 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
     changes_per_file = pq.ParquetFile(table.files[1]).metadata.num_rows
     mode = f"merge growth: {rows:,} rows, {'-'.join(readers) or 'deletion vectors'}"
     initial, runs, mirrored = mirror_file_by_file(workdir, table, readers, memory_limit_gb,
-                                                  mode, _progress)
+                                                  mode, worker_progress)
     check = verify_mirrored(table.files, mirrored, in_full=in_full)
     return SizeRuns(rows, changes_per_file, readers,
                     tuple(listed_features(DeltaTable(str(mirrored)))), initial.seconds,
@@ -204,10 +214,14 @@ def _mirror_changes(workdir: Path, table: GeneratedTable, readers: tuple[str, ..
 
 def mirror_file_by_file(workdir: Path, table: GeneratedTable, readers: tuple[str, ...],
                         memory_limit_gb: float | None, label: str,
-                        progress: Callable[[str], None]) -> tuple[TimedRun, list[TimedRun], Path]:
+                        progress: Callable[[str], None], *,
+                        models: Mapping[str, str] | None = None,
+                        after_run: Callable[[TimedRun], None] | None = None
+                        ) -> tuple[TimedRun, list[TimedRun], Path]:
     """`table`'s zone linked into `workdir`, its initial load mirrored by a warm `lakemirror
-    run` (the project and warehouse in workdir/out), then each change file landed and applied
-    by a run of its own: the initial run, the change runs and the mirrored table's path."""
+    run` (the project, with the user's `models`, and the warehouse in workdir/out), then each
+    change file landed and applied by a run of its own, `after_run` called after each: the
+    initial run, the change runs and the mirrored table's path."""
     from lakemirror.bench.runner import link_tree
 
     zone = workdir / "LandingZone"
@@ -217,7 +231,7 @@ def mirror_file_by_file(workdir: Path, table: GeneratedTable, readers: tuple[str
     changes = [zone / table.name / path.name for path in table.files[1:]]
     for path in changes:
         path.rename(pending / path.name)
-    private_project(workdir / "out" / "project", readers=readers)
+    private_project(workdir / "out" / "project", readers=readers, models=models)
     progress(f"{label}: initial load")
     initial, mirrored = _warm_run(workdir, zone, "initial", memory_limit_gb)
     runs = []
@@ -225,6 +239,8 @@ def mirror_file_by_file(workdir: Path, table: GeneratedTable, readers: tuple[str
         (pending / path.name).rename(path)
         run, mirrored = _warm_run(workdir, zone, f"change-{number}", memory_limit_gb)
         runs.append(run)
+        if after_run is not None:
+            after_run(run)
         progress(f"{label}: change file {number} in {run.seconds:.2f} s, merge "
                  f"{run.phases['merge']:.2f} s")
     return initial, runs, mirrored
@@ -297,7 +313,8 @@ def _verify_sampled(initial: Path, changes: pa.Table, mirrored: Path,
                                   f"{check.message}", check.compared_rows)
 
 
-def _progress(message: str) -> None:
+def worker_progress(message: str) -> None:
+    """A worker's progress line, which `run_worker` passes on."""
     print(message, file=sys.stderr, flush=True)
 
 
