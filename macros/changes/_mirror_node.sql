@@ -1,5 +1,5 @@
-{#-- The generated mirror model behind `mirror` (a ref() of it), from dbt's graph: its keys and
-     its staging source. A ref() of anything else, a history model included, is an error. --#}
+{#-- The generated mirror model behind `mirror` (a ref() of it), from dbt's graph: its keys,
+     its conditional update column (none without one) and its staging source. A ref() of anything else, a history model included, is an error. --#}
 {% macro _mirror_node(mirror) %}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model'
@@ -17,6 +17,7 @@
             if [source.source_name, source.name] == [source_name[0], source_name[1]] -%}
             {%- set keys = node.config.get('unique_key') or [] -%}
             {{ return({'keys': [keys] if keys is string else keys,
+                       'conditional': node.config.get('conditional_update_column'),
                        'staging': source.relation_name,
                        'name': lakemirror._warehouse_schema(node.schema) ~ '.'
                            ~ (node.alias or node.name)}) }}
