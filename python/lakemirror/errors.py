@@ -171,6 +171,14 @@ class UnreachableServerError(EngineError):
     exit_code = ExitCode.FAILED
 
 
+class LostStatementError(EngineError):
+    """The connection to a Spark Connect server broke while a statement was on it, and the
+    server has no record of the statement: whether it ran is unknown, so it is not sent
+    again; the model (the table) fails and the next run builds it again (exit code 1)."""
+
+    exit_code = ExitCode.FAILED
+
+
 class ServerStorageError(EngineError):
     """A Spark Connect server cannot reach the warehouse's object storage (no connector, or
     its credentials refused): a configuration error of the server, so the run stops before

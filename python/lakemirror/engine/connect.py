@@ -51,10 +51,13 @@ def connect_session(url: str, *, timeout: float, deadline: Deadline | None = Non
     """This process's Spark Connect session (pyspark's default, which dbt-spark's
     `getOrCreate` then uses), made for `url` unless one is open, its retries bounded to
     `timeout` seconds (LAKEMIRROR_CONNECT_TIMEOUT), each of its calls given the `deadline`
-    (engine.deadline) when it is made here. With a `token`, `url` is an embedded engine's on
-    loopback, reached as its owner (engine.owner_channel)."""
+    (engine.deadline) when it is made here, and a statement its server lost named as such
+    (engine.lost_statement). With a `token`, `url` is an embedded engine's on loopback,
+    reached as its owner (engine.owner_channel)."""
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
+
+    from lakemirror.engine.lost_statement import LostStatements
 
     session = SparkSession._get_default_session()
     if session is None:
@@ -68,6 +71,7 @@ def connect_session(url: str, *, timeout: float, deadline: Deadline | None = Non
             channel = DefaultChannelBuilder(url)
         if deadline is not None:
             channel.add_interceptor(deadline)
+        channel.add_interceptor(LostStatements(channel.endpoint))
         session = SparkSession.builder.channelBuilder(channel).create()
     bound_retries(session.client, timeout)
     return session
