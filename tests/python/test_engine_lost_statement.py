@@ -129,6 +129,18 @@ def relayed(engine):
     close_connect_sessions()
 
 
+# First in the module: after a statement was lost in this process, a later reattach failed in
+# 2 of 3 runs inside pyspark ("cannot schedule new futures after shutdown": its release thread
+# pool, shut down when the earlier session closed, was used again), an open problem of its own.
+def test_a_statement_the_engine_took_answers_across_a_broken_connection(relayed):
+    relay, session = relayed
+    query = "select count(distinct sha2(cast(id as string), 256)) as n from range(0, 1500000)"
+    frame = session.sql(query)  # a query's text is only echoed; collecting runs it
+    relay.break_at(query, when="answered")
+    assert frame.collect()[0].n == 1_500_000
+    assert relay.broken.is_set()
+
+
 def test_a_statement_lost_on_its_way_fails_clearly_and_is_not_sent_again(relayed, tmp_path):
     relay, session = relayed
     table = tmp_path / "lost"
@@ -141,15 +153,6 @@ def test_a_statement_lost_on_its_way_fails_clearly_and_is_not_sent_again(relayed
     assert "run again" in str(lost.value)
     assert not table.exists()  # it never reached the engine, and was not sent again
     assert session.sql("select 2 as two").collect()[0].two == 2  # the session goes on
-
-
-def test_a_statement_the_engine_took_answers_across_a_broken_connection(relayed):
-    relay, session = relayed
-    query = "select count(distinct sha2(cast(id as string), 256)) as n from range(0, 1500000)"
-    frame = session.sql(query)  # a query's text is only echoed; collecting runs it
-    relay.break_at(query, when="answered")
-    assert frame.collect()[0].n == 1_500_000
-    assert relay.broken.is_set()
 
 
 def test_a_statement_whose_answer_is_lost_fails_clearly_and_ran_once(relayed, tmp_path):
