@@ -37,11 +37,16 @@ PROCESSES = "LAKEMIRROR_TEST_PROCESSES"
 ALONE = ("tests/dbt_adapter/test_conformance.py",)
 # Modules that share a process: the spark target's JVM (in the test process) starts and warms up
 # once, and so does the test cluster (tests/spark_cluster.py). Two JVMs warming up at once on
-# two cores took twice as long: the spark scenarios' setup 343 s instead of 134.
+# two cores took twice as long: the spark scenarios' setup 343 s instead of 134. The first group
+# holds every module that runs the spark target in the test process, so the other shard starts
+# no such JVM; test_verify_engines verifies test_spark_scenarios' mirrors, built once a process.
 TOGETHER = (
-    ("tests/python/test_on_schema_change.py", "tests/python/test_spark_concurrency.py",
+    ("tests/python/test_change_data_feed.py", "tests/python/test_clustering.py",
+     "tests/python/test_docs_reading.py", "tests/python/test_mirror_changes.py",
+     "tests/python/test_on_schema_change.py", "tests/python/test_spark_concurrency.py",
      "tests/python/test_spark_delta.py", "tests/python/test_spark_scenarios.py",
-     "tests/python/test_spark_target.py", "tests/dbt_adapter/test_conformance_spark.py"),
+     "tests/python/test_spark_target.py", "tests/python/test_verify_engines.py",
+     "tests/dbt_adapter/test_conformance_spark.py"),
     ("tests/python/test_connect_target.py", "tests/dbt_adapter/test_conformance_connect.py"),
 )
 STOP_SECONDS = 60  # an interrupted process's time to tear its fixtures down

@@ -168,12 +168,12 @@ def test_a_query_on_a_lost_server_fails_and_the_process_exits_without_its_releas
     started = time.monotonic()
     run = subprocess.run([sys.executable, "-c", QUERY_A_LOST_SERVER], capture_output=True,
                          text=True, timeout=150, env={**os.environ,
-                                                      "LAKEMIRROR_CONNECT_TIMEOUT": "30"})
+                                                      "LAKEMIRROR_CONNECT_TIMEOUT": "20"})
     ended = time.monotonic()
     assert run.returncode == 0 and "failed: RetriesExceeded" in run.stdout, run.stdout + run.stderr
     done = float(run.stdout.rsplit("done at", 1)[1])  # time.monotonic: one clock for all processes
-    assert done - started < 60  # the query's retries: about 27 s
-    assert ended - done < 10  # the exit: the queued release would retry about 27 s more
+    assert done - started < 60  # the query's retries: about 19 s
+    assert ended - done < 10  # the exit: the queued release would retry about 19 s more
 
 
 def test_an_unreachable_server_fails_the_run_in_bounded_time_naming_the_fix(tmp_path, zone):
