@@ -41,12 +41,13 @@ ALONE = ("tests/dbt_adapter/test_conformance.py",)
 # holds every module that runs the spark target in the test process, so the other shard starts
 # no such JVM; test_verify_engines verifies test_spark_scenarios' mirrors, built once a process.
 TOGETHER = (
-    ("tests/python/test_change_data_feed.py", "tests/python/test_clustering.py",
-     "tests/python/test_docs_reading.py", "tests/python/test_mirror_changes.py",
-     "tests/python/test_on_schema_change.py", "tests/python/test_spark_concurrency.py",
-     "tests/python/test_spark_delta.py", "tests/python/test_spark_scenarios.py",
-     "tests/python/test_spark_target.py", "tests/python/test_verify_engines.py",
-     "tests/dbt_adapter/test_conformance_spark.py"),
+    ("tests/python/test_apply_changes_settings.py", "tests/python/test_change_data_feed.py",
+     "tests/python/test_clustering.py", "tests/python/test_docs_reading.py",
+     "tests/python/test_maintenance.py", "tests/python/test_mirror_changes.py",
+     "tests/python/test_on_schema_change.py", "tests/python/test_seeds.py",
+     "tests/python/test_spark_concurrency.py", "tests/python/test_spark_delta.py",
+     "tests/python/test_spark_scenarios.py", "tests/python/test_spark_target.py",
+     "tests/python/test_verify_engines.py", "tests/dbt_adapter/test_conformance_spark.py"),
     ("tests/python/test_connect_target.py", "tests/dbt_adapter/test_conformance_connect.py"),
 )
 STOP_SECONDS = 60  # an interrupted process's time to tear its fixtures down
