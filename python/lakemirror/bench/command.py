@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -215,24 +215,27 @@ def _verify_cost(result: BenchResult, figures: Figures, directory: Path,
                  progress: Progress) -> Figure:
     from lakemirror.bench.verify_cost import measure_verify_cost
 
-    if not figures.verify_cost_rows:
-        return None
-    cost = measure_verify_cost(directory / "verify-cost", result.spec, figures.verify_cost_rows,
-                               figures.verify_cost_changes, progress,
-                               memory_limit_gb=result.memory_limit_gb)
-    return cost.as_dict(), cost.text()
+    return _by_size(measure_verify_cost, "verify-cost", figures.verify_cost_rows,
+                    figures.verify_cost_changes, result, directory, progress)
 
 
 def _downstream(result: BenchResult, figures: Figures, directory: Path,
                 progress: Progress) -> Figure:
     from lakemirror.bench.downstream import measure_downstream
 
-    if not figures.downstream_rows:
+    return _by_size(measure_downstream, "downstream", figures.downstream_rows,
+                    figures.downstream_changes, result, directory, progress)
+
+
+def _by_size(measure: Callable[..., Any], name: str, rows: Sequence[int], changes: int,
+             result: BenchResult, directory: Path, progress: Progress) -> Figure:
+    """A figure `measure` takes at each table size of `rows` (none without sizes), with
+    `changes` per change file, in the folder `name`."""
+    if not rows:
         return None
-    cost = measure_downstream(directory / "downstream", result.spec, figures.downstream_rows,
-                              figures.downstream_changes, progress,
-                              memory_limit_gb=result.memory_limit_gb)
-    return cost.as_dict(), cost.text()
+    measured = measure(directory / name, result.spec, rows, changes, progress,
+                       memory_limit_gb=result.memory_limit_gb)
+    return measured.as_dict(), measured.text()
 
 
 # New mirrored tables get deletion vectors by default (docs/pages/table-settings.md); the figures
