@@ -1,5 +1,5 @@
 """`lakemirror bench --downstream`: a model on `lakemirror.mirror_changes` (apply_changes)
-against the same SQL rebuilt as a table, round by round over tables of several sizes, each
+against the same SQL rebuilt as a table, round by round at each table size given, each
 model's dbt execution time taken and the two compared after every round; a difference fails
 the bench. Times are never asserted."""
 
@@ -23,7 +23,7 @@ FIGURES_OFF = ("--contenders", "floor", "--no-freshness", "--no-idle", "--no-mem
 @pytest.mark.slow
 def test_each_round_times_both_models_and_finds_them_equal(tmp_path):
     result = CliRunner().invoke(bench_command, [
-        "--smoke", *FIGURES_OFF, "--downstream", "1000,3000", "--downstream-changes", "60",
+        "--smoke", *FIGURES_OFF, "--downstream", "1000", "--downstream-changes", "60",
         "--json", "--dir", str(tmp_path)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -31,7 +31,7 @@ def test_each_round_times_both_models_and_finds_them_equal(tmp_path):
     figure = document["downstream"]
     assert "error" not in figure, figure
     assert figure["changes_per_file"] == 60
-    assert [size["table_rows"] for size in figure["sizes"]] == [1_000, 3_000]
+    assert [size["table_rows"] for size in figure["sizes"]] == [1_000]
     for size in figure["sizes"]:
         assert size["changes_per_file"] == 60 and size["initial_load_seconds"] > 0
         assert len(size["rounds"]) == downstream.ROUNDS
@@ -61,13 +61,13 @@ def test_an_incremental_model_that_differs_from_its_rebuild_fails_the_bench(tmp_
     broken[downstream.INCREMENTAL] = broken[downstream.INCREMENTAL].replace(
         "quantity % 10 <> 0", "quantity % 10 <> 1")
     monkeypatch.setattr(downstream, "MODELS", broken)
-    spec = BenchSpec(tables=1, table_rows=500, files=downstream.ROUNDS, changes_per_file=20)
+    spec = BenchSpec(tables=1, table_rows=500, files=2, changes_per_file=20)
     size = downstream.measure_size(tmp_path / "size", spec, None)
-    assert not any(built.verified for built in size.rounds)
+    assert len(size.rounds) == 2 and not any(built.verified for built in size.rounds)
     assert "key " in size.rounds[0].message
     document = {"contenders": [], "downstream": DownstreamCost(20, (size,)).as_dict()}
     failures = bench_failures(document)
-    assert len(failures) == downstream.ROUNDS
+    assert len(failures) == 2
     assert failures[0] == f"downstream: {size.rounds[0].message}"
     assert "NOT verified" in DownstreamCost(20, (size,)).text()
 
