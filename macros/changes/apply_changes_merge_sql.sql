@@ -20,8 +20,11 @@
             {%- do deleted.append('null as ' ~ name) -%}
         {%- endif -%}
     {%- endfor -%}
-    merge into {{ target }} as target
-    using (
+    {%- set assigned = [] -%}
+    {%- for column in quoted -%}
+        {%- do assigned.append([column, 'source.' ~ column]) -%}
+    {%- endfor -%}
+    {%- set source -%}
         select {{ quoted | join(', ') }} from {{ output }} where _lm_change = 'upsert'
         union all
         select {{ deleted | join(', ') }}
@@ -30,18 +33,13 @@
             select * from {{ output }} where _lm_change = 'upsert'
         ) as kept
             on {{ lakemirror._keys_match('changed', 'kept', keys) }}
-    ) as source
-    on {{ lakemirror._keys_match('target', 'source', keys) }}
-    when matched and target._lm_position < source._lm_position and source._lm_change = 'delete'
-        then delete
-    when matched and target._lm_position < source._lm_position
-        then update set
-            {% for column in quoted -%}
-            {{ column }} = source.{{ column }}{{ ',' if not loop.last }}
-            {% endfor %}
-    when not matched and source._lm_change = 'upsert' then insert (
-        {{ quoted | join(', ') }}
-    ) values (
-        source.{{ quoted | join(', source.') }}
-    )
+    {%- endset -%}
+    {%- set newer = 'target._lm_position < source._lm_position' -%}
+    {{ return(lakemirror._merge_statement(
+        target, source, lakemirror._keys_match('target', 'source', keys), [
+            {'when': 'matched', 'if': newer ~ " and source._lm_change = 'delete'",
+             'then': 'delete'},
+            {'when': 'matched', 'if': newer, 'then': 'update', 'set': assigned},
+            {'when': 'not_matched', 'if': "source._lm_change = 'upsert'", 'then': 'insert',
+             'set': assigned}])) }}
 {% endmacro %}

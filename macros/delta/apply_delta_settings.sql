@@ -26,6 +26,16 @@
         {%- do lakemirror._refuse_unwritable_change_feed(state) -%}
     {%- endif -%}
     {%- set changes = lakemirror._delta_setting_changes(settings, state) -%}
+    {%- if (changes.set or changes.unset) and lakemirror._feed_through_delta_rs() -%}
+        {%- do log("lakemirror: " ~ this ~ ": set " ~ changes.set | tojson ~ ", unset "
+            ~ changes.unset | tojson ~ " (through delta-rs)", info=true) -%}
+        {%- call statement('set_delta_settings') -%}
+            {{ lakemirror._delta_rs_request({
+                'write': 'metadata', 'table': location, 'set': changes.set,
+                'unset': changes.unset, 'all_nullable': true}) }}
+        {%- endcall -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- if changes.set -%}
         {%- set pairs = [] -%}
         {%- for key, value in changes.set.items() | sort -%}
@@ -51,12 +61,16 @@
 
 {#-- Refuses, before the model writes, a table whose change data feed is on (turned on by
      another writer; the model's own config is validated earlier) when the engine cannot
-     write the feed: a write without its change data would corrupt the feed for its readers. --#}
+     write the feed: a write without its change data would corrupt the feed for its readers.
+     A table it can write is recorded (the memo feed_tables), so the model's writes go where
+     the feed is written (_feed_through_delta_rs). --#}
 {% macro _refuse_unwritable_change_feed(state) %}
     {%- set engine = lakemirror.delta_engine_capabilities() -%}
     {%- set feed_on = state.configuration.get('delta.enableChangeDataFeed', '') | lower == 'true'
         or (state.writer >= 7 and 'changeDataFeed' in state.features) -%}
-    {%- if feed_on and 'changeDataFeed' not in engine.writable_features -%}
+    {%- if feed_on and 'changeDataFeed' in engine.writable_features -%}
+        {%- do lakemirror._invocation_memo('feed_tables').update({model.unique_id: true}) -%}
+    {%- elif feed_on -%}
         {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": " ~ this
             ~ " has Delta's change data feed on (delta.enableChangeDataFeed or the "
             ~ "changeDataFeed table feature), and " ~ engine.engine ~ " cannot write it; "

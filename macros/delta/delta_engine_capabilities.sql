@@ -16,12 +16,14 @@
              commit), rowTracking and domainMetadata, cannot fill generated or identity
              columns, and corrupts a table when column mapping is turned on after creation.
              It stores delta.minReaderVersion as a plain property without upgrading the
-             protocol. --#}
+             protocol. A mirror or apply_changes model's writes to a table whose feed is on
+             go to delta-rs, which writes the feed (see _feed_through_delta_rs). --#}
         {{ return({
             'engine': 'the embedded engine (Sail)',
             'isolation_levels': ['Serializable', 'WriteSerializable'],
             'writable_features': ['appendOnly', 'invariants', 'checkConstraints', 'columnMapping',
-                                  'deletionVectors', 'timestampNtz', 'typeWidening'],
+                                  'deletionVectors', 'timestampNtz', 'typeWidening']
+                + (['changeDataFeed'] if lakemirror._hands_feed_writes() else []),
             'features_at_create_only': ['columnMapping'],
             'legacy_protocols': false,
             'drop_feature': false,

@@ -19,6 +19,13 @@
 {% endmacro %}
 
 {% macro spark__rewrite_columns(relation, columns) %}
+    {%- if lakemirror._feed_through_delta_rs() -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": "
+            ~ lakemirror.delta_engine_capabilities().engine ~ " cannot rewrite the columns of "
+            ~ relation ~ " (a type widened, or a column removed), whose change data feed is "
+            ~ "on; nothing was written. Run this model on "
+            ~ lakemirror.delta_engine_capabilities().elsewhere ~ ".") }}
+    {%- endif -%}
     {%- if columns | length == 0 -%}
         {{ exceptions.raise_compiler_error(
             "lakemirror.rewrite_columns(" ~ relation ~ "): a table needs at least one column.") }}

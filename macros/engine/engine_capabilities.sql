@@ -16,7 +16,9 @@
        sets overwriteSchema;
      - catalog_describes_attached_columns: DESCRIBE shows an attached Delta table's columns;
      - attached_schema_is_fixed: an attached table keeps the schema it had when attached;
-     - catalog_in_session: the catalog lives in each session (not shared by a server's). --#}
+     - catalog_in_session: the catalog lives in each session (not shared by a server's);
+     - delta_rs_writes: the session hands lakemirror's write requests to delta-rs
+       (engine/delta_rs_writes.py): the embedded engine's, whose session lakemirror makes. --#}
 {% macro engine_capabilities() %}
     {{ return(adapter.dispatch('engine_capabilities', 'lakemirror')()) }}
 {% endmacro %}
@@ -38,7 +40,9 @@
             'replace_keeps_schema': true,
             'catalog_describes_attached_columns': false,
             'attached_schema_is_fixed': true,
-            'catalog_in_session': true}) }}
+            'catalog_in_session': true,
+            'delta_rs_writes': adapter.config.credentials.server_side_parameters.get(
+                'spark.lakemirror.engine') == 'embedded'}) }}
     {%- endif -%}
     {#-- Delta Lake on Spark (4.0) and Databricks. --#}
     {{ return({
@@ -55,5 +59,6 @@
         'replace_keeps_schema': false,
         'catalog_describes_attached_columns': true,
         'attached_schema_is_fixed': false,
-        'catalog_in_session': false}) }}
+        'catalog_in_session': false,
+        'delta_rs_writes': false}) }}
 {% endmacro %}

@@ -14,6 +14,9 @@
         {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": cluster_by "
             ~ "needs a SQL model in file_format 'delta'.") }}
     {%- endif -%}
+    {%- if not temporary and language == 'sql' and lakemirror._feed_through_delta_rs() -%}
+        {{ return(lakemirror._create_feed_table_through_delta_rs(relation, compiled_code)) }}
+    {%- endif -%}
     {%- if temporary or language != 'sql' or config.get('file_format') != 'delta'
         or not lakemirror.engine_capabilities().change_data_feed -%}
         {{ return(lakemirror._create_table_as(temporary, relation, compiled_code, language,
@@ -81,4 +84,47 @@
     {{ comment_clause() }}
     as
     {{ compiled_code }}
+{% endmacro %}
+
+{#-- A mirror or apply_changes model's new table whose change data feed is on, on an engine
+     that hands its writes to delta-rs (see _feed_through_delta_rs): the engine creates it
+     empty with the model's other settings, a metadata commit turns the feed on (and makes
+     every column nullable, as Delta on Spark's CREATE TABLE AS SELECT does), and delta-rs
+     appends the model's rows (three commits; the feed starts at the second). --#}
+{% macro _create_feed_table_through_delta_rs(relation, compiled_code) %}
+    {%- set settings = lakemirror.delta_settings() -%}
+    {%- set refusal = none -%}
+    {%- if load_relation(relation) is not none -%}
+        {%- set refusal = "cannot replace " ~ relation ~ ", whose change data feed is on, so it "
+            ~ "cannot be rebuilt by --full-refresh here" -%}
+    {%- elif 'columnMapping' in settings.features -%}
+        {%- set refusal = "cannot write a table with both changeDataFeed and columnMapping" -%}
+    {%- endif -%}
+    {%- if refusal is not none -%}
+        {{ exceptions.raise_compiler_error("lakemirror: model " ~ model.name ~ ": "
+            ~ lakemirror.delta_engine_capabilities().engine ~ " " ~ refusal ~ "; nothing was "
+            ~ "written. Run this model on " ~ lakemirror.delta_engine_capabilities().elsewhere
+            ~ ".") }}
+    {%- endif -%}
+    {%- set properties = settings.properties.copy() -%}
+    {%- do properties.update(settings.protocol) -%}
+    {%- do properties.pop('delta.enableChangeDataFeed', none) -%}
+    {%- do properties.pop('delta.feature.changeDataFeed', none) -%}
+    {%- set location = lakemirror._table_location(relation) -%}
+    {%- call statement('create_before_change_data_feed') -%}
+        create table {{ relation }}
+        {{ file_format_clause() }}
+        {{ lakemirror._tblproperties_sql(properties) }}
+        {{ partition_cols(label="partitioned by") }}
+        {{ location_clause() }}
+        {{ comment_clause() }}
+        as select * from ({{ compiled_code }}) as lakemirror_source where false
+    {%- endcall -%}
+    {%- call statement('enable_change_data_feed') -%}
+        {{ lakemirror._delta_rs_request({
+            'write': 'metadata', 'table': location, 'all_nullable': true,
+            'set': {'delta.enableChangeDataFeed': 'true'}}) }}
+    {%- endcall -%}
+    {{ return(lakemirror._delta_rs_request({
+        'write': 'append', 'table': location, 'source': compiled_code})) }}
 {% endmacro %}

@@ -9,10 +9,11 @@
 {% endmacro %}
 
 {% macro default__mirror_history_merge_sql(target, changes, key_columns, data_columns) %}
-    {%- set columns = lakemirror._history_columns(data_columns) -%}
-    merge into {{ target }} as target
-    using {{ changes }} as source
-    on
+    {%- set inserted = [] -%}
+    {%- for column in lakemirror._history_columns(data_columns) -%}
+        {%- do inserted.append([column, 'source.' ~ column]) -%}
+    {%- endfor -%}
+    {%- set on -%}
         {{ lakemirror._keys_match('target', 'source', key_columns) }}
         and (
             case
@@ -22,14 +23,12 @@
                 else target._lm_valid_from = source._lm_valid_from
             end
         )
-    when matched and target._lm_valid_to is null and source._lm_valid_to is not null
-        then update set
-            _lm_valid_to = source._lm_valid_to,
-            _lm_is_current = false,
-            _lm_is_deleted = source._lm_is_deleted
-    when not matched and source._lm_action = 'version' then insert (
-        {{ columns | join(', ') }}
-    ) values (
-        source.{{ columns | join(', source.') }}
-    )
+    {%- endset -%}
+    {{ return(lakemirror._merge_statement(target, 'select * from ' ~ changes, on, [
+        {'when': 'matched', 'then': 'update',
+         'if': 'target._lm_valid_to is null and source._lm_valid_to is not null',
+         'set': [['_lm_valid_to', 'source._lm_valid_to'], ['_lm_is_current', 'false'],
+                 ['_lm_is_deleted', 'source._lm_is_deleted']]},
+        {'when': 'not_matched', 'if': "source._lm_action = 'version'", 'then': 'insert',
+         'set': inserted}])) }}
 {% endmacro %}

@@ -8,12 +8,11 @@
 
 {% macro default__mirror_merge_sql(target, changes, key_columns, data_columns) %}
     {%- set keys = key_columns if key_columns is not string else [key_columns] -%}
-    {%- set quoted_columns = lakemirror._quoted_identifiers(data_columns) -%}
-    merge into {{ target }} as target
-    using (
-        {{ lakemirror.mirror_actions_sql(changes, keys, data_columns) }}
-    ) as source
-    on
+    {%- set inserted = [] -%}
+    {%- for column in lakemirror._quoted_identifiers(data_columns) + ['_lm_position'] -%}
+        {%- do inserted.append([column, 'source.' ~ column]) -%}
+    {%- endfor -%}
+    {%- set on -%}
         {% for key in keys -%}
         target.{{ lakemirror.quote_identifier(key) }}
             <=> source.{{ lakemirror.quote_identifier(key) }} and
@@ -24,16 +23,10 @@
                 else target._lm_position = source._lm_position
             end
         )
-    when matched and source._lm_action = 'remove' then delete
-    when not matched and source._lm_action = 'write' then insert (
-        {% for column in quoted_columns -%}
-        {{ column }},
-        {% endfor -%}
-        _lm_position
-    ) values (
-        {% for column in quoted_columns -%}
-        source.{{ column }},
-        {% endfor -%}
-        source._lm_position
-    )
+    {%- endset -%}
+    {{ return(lakemirror._merge_statement(
+        target, lakemirror.mirror_actions_sql(changes, keys, data_columns), on, [
+            {'when': 'matched', 'if': "source._lm_action = 'remove'", 'then': 'delete'},
+            {'when': 'not_matched', 'if': "source._lm_action = 'write'", 'then': 'insert',
+             'set': inserted}])) }}
 {% endmacro %}

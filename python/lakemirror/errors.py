@@ -158,6 +158,14 @@ class StorageError(LakemirrorError):
     denied, read-only file system."""
 
 
+class DeltaCommitError(LakemirrorError):
+    """A Delta commit lakemirror makes for the embedded engine (a table whose change data
+    feed is on, see engine.delta_rs_writes) failed; nothing of it was committed, and the
+    table's model fails (exit code 1)."""
+
+    exit_code = ExitCode.FAILED
+
+
 class EngineError(LakemirrorError):
     """The Spark engine could not be started or reached."""
 

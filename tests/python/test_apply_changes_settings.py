@@ -6,6 +6,7 @@ model before it writes. Checked in the Delta log, which delta-rs reads independe
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -81,20 +82,11 @@ def test_an_apply_changes_model_takes_its_table_settings(tmp_path, target):
     assert log["configuration"]["delta.logRetentionDuration"] == "interval 60 days"
 
 
-REFUSALS = {
-    "changeDataFeed": ({"delta_features": ["changeDataFeed"]},
-                       "the embedded engine (Sail) cannot write the Delta table feature "
-                       "'changeDataFeed'", "run this model on a Delta Lake on Spark target"),
-    "cluster_by": ({"cluster_by": ["id"]},
-                   "asks for cluster_by id, which the embedded engine (Sail) cannot do",
-                   "Use the spark or connect target"),
-}
-
-
-@pytest.mark.parametrize("refusal", list(REFUSALS))
-def test_the_embedded_engine_refuses_what_it_cannot_write_before_writing(tmp_path, refusal):
+def test_the_embedded_engine_refuses_clustering_before_writing(tmp_path):
     """On the model's table as it exists, and on its first build (a model just added)."""
-    settings, problem, fix = REFUSALS[refusal]
+    settings, problem, fix = ({"cluster_by": ["id"]},
+                              "asks for cluster_by id, which the embedded engine (Sail) cannot do",
+                              "Use the spark or connect target")
     zone, service = mirror_with_models(tmp_path)
     zone.write("Customers", 1, FIRST, SCHEMA)
     service.run()
@@ -110,6 +102,27 @@ def test_the_embedded_engine_refuses_what_it_cannot_write_before_writing(tmp_pat
         assert f"model {name}" in message and problem in message and fix in message, message
     assert DeltaTable(str(table)).version() == version
     assert not DeltaTable.is_deltatable(str(table.parent / "fresh"))
+
+
+def test_the_embedded_engine_writes_an_apply_changes_models_change_data_feed(tmp_path):
+    """Turned on for the model's existing table, and on a model's first build: the MERGE
+    goes through delta-rs, which writes the deletes and the update's two images."""
+    zone, service = mirror_with_models(tmp_path)
+    zone.write("Customers", 1, FIRST, SCHEMA)
+    service.run()
+    configure_moving(service, delta_features=["changeDataFeed"])
+    fresh = service.settings.project_dir / "models/user/fresh.sql"
+    fresh.write_text((service.settings.project_dir / "models/user/moving.sql").read_text())
+    table = service.settings.warehouse / "analytics" / "moving"
+    before = DeltaTable(str(table)).version()
+    zone.write("Customers", 2, DELETES, SCHEMA)
+    service.run()
+    assert_moving_equals_rebuilt(service)
+    feed = pa.table(DeltaTable(str(table)).load_cdf(starting_version=before + 1).read_all())
+    assert sorted((row["_change_type"], row["id"]) for row in feed.to_pylist()) == [
+        ("delete", 2), ("delete", 5), ("update_postimage", 3), ("update_preimage", 3)]
+    fresh_feed = DeltaTable(str(table.parent / "fresh")).load_cdf(starting_version=1)
+    assert pa.table(fresh_feed.read_all()).num_rows == 6  # its first build's rows, inserted
 
 
 def test_an_apply_changes_model_gets_deletion_vectors_unless_a_reader_needs_copy_on_write(

@@ -1,11 +1,12 @@
 """Delta's change data feed on mirrored tables (`delta_features: [changeDataFeed]`).
 
-On Delta Lake on Spark, a mirror model with the feed on takes a randomized change stream over
-several runs; each run's feed, read back with Spark's `table_changes` and with delta-rs's
+On both engines, a mirror model with the feed on takes a randomized change stream over
+several runs; each run's feed, read back with Spark's change feed reader and with delta-rs's
 `load_cdf`, must equal the net change the reference model gives between the run's states
-(inserts, deletes, and updates as the old row deleted and the new one inserted). The embedded engine cannot write the
-feed (it refuses every write to such a table, after writing its data files): lakemirror refuses
-the model first, whether its config or the table itself turns the feed on.
+(inserts, deletes, and updates as the old row deleted and the new one inserted). The embedded
+engine (Sail) cannot commit to a table whose feed is on: its session hands a mirror or
+apply_changes model's writes to delta-rs (engine.delta_rs_writes), and refuses the feed for
+any other model.
 """
 
 from __future__ import annotations
@@ -20,12 +21,22 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from lakemirror.delta.rows import read_table
 from lakemirror.reference import ROW_MARKER, apply_changes
 from lakemirror.service import MirrorService
 
-from conftest import SPARK_UNAVAILABLE, Zone, mirror_setup, track_presence
+from conftest import (
+    ENGINES,
+    SPARK_UNAVAILABLE,
+    Zone,
+    mirror_setup,
+    owner_session,
+    spark_session,
+    track_presence,
+)
 from test_delta_settings import configure
 from test_inspect_doctor import delta_table, run_cli
+from test_mirror_changes import built
 
 M = ROW_MARKER
 ROWS = pa.schema([("id", pa.int64()), ("v", pa.string()), (M, pa.int32())])
@@ -38,6 +49,9 @@ TABLES = {
                   "+lakemirror_readers: [delta-4.0, delta-rs-pyarrow]}",
 }
 RUNS = 4
+# The first version whose commit the feed covers: on the embedded engine, version 0 is the
+# empty table the engine creates before a metadata commit turns the feed on.
+FEED_START = {"embedded": 1, "spark": 0}
 
 on_spark = pytest.mark.skipif(SPARK_UNAVAILABLE is not None,
                               reason=f"spark target skipped: {SPARK_UNAVAILABLE}")
@@ -89,6 +103,7 @@ class Runs:
     """The warehouse after the runs: each run's expected changes and table versions."""
 
     service: MirrorService
+    target: str
     expected: list[Counter[Change]] = field(default_factory=list)
     versions: dict[str, list[int]] = field(default_factory=dict)
 
@@ -96,11 +111,11 @@ class Runs:
         return str(self.service.settings.warehouse / "dbo" / table)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    zone, service = mirror_setup(tmp_path_factory.mktemp("change_data_feed"), "spark")
+@pytest.fixture(scope="module", params=ENGINES)
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    zone, service = mirror_setup(tmp_path_factory.mktemp("change_data_feed"), request.param)
     configure(service, ["dbo:"] + [f"  dbo__{name}: {config}" for name, config in TABLES.items()])
-    runs = Runs(service)
+    runs = Runs(service, request.param)
     rng = random.Random(45)
     present: set[int] = set()
     applied: list[list[dict[str, Any]]] = []
@@ -140,61 +155,102 @@ def per_run(runs: Runs, table: str, feed: list[dict[str, Any]]) -> list[Counter[
 @pytest.mark.slow
 @on_spark
 @pytest.mark.parametrize("table", list(TABLES))
-def test_table_changes_equal_the_changes_each_run_applied(runs, table):
-    from pyspark.sql import SparkSession
-
-    session = SparkSession._instantiatedSession
-    assert session is not None
-    feed = session.sql(f"select id, v, _change_type, _commit_version "
-                       f"from table_changes('dbo.{table}', 0)").collect()
+def test_sparks_change_feed_reader_equals_the_changes_each_run_applied(runs, table):
+    path = runs.location(table).replace("'", "\\'")
+    feed = spark_session().sql(
+        f"select id, v, _change_type, _commit_version "
+        f"from table_changes_by_path('{path}', {FEED_START[runs.target]})").collect()
     assert per_run(runs, table, [row.asDict() for row in feed]) == runs.expected
     assert all(runs.expected), "every run changes the table"
 
 
-@pytest.mark.spark
 @pytest.mark.slow
-@on_spark
 @pytest.mark.parametrize("table", list(TABLES))
 def test_delta_rs_load_cdf_reads_the_same_changes(runs, table):
-    feed = pa.table(DeltaTable(runs.location(table)).load_cdf(starting_version=0).read_all())
+    feed = pa.table(DeltaTable(runs.location(table)).load_cdf(
+        starting_version=FEED_START[runs.target]).read_all())
     assert per_run(runs, table, feed.select(["id", "v", "_change_type", "_commit_version"])
                    .to_pylist()) == runs.expected
 
 
 @pytest.mark.slow
-def test_the_embedded_engine_refuses_a_model_asking_for_the_feed_and_names_the_fix(tmp_path):
-    zone, service = mirror_setup(tmp_path)
-    configure(service, ["dbo:", "  dbo__orders: {+tblproperties: "
-                                "{delta.enableChangeDataFeed: true}}"])
-    publish(zone, [[{"id": 1, "v": "a", M: INSERT}]], first=1)
-    [status] = [status for status in service.run() if status.table == "orders"]
-    assert status.status == "failed"
-    assert ("model dbo__orders: the embedded engine (Sail) cannot write the Delta table "
-            "feature 'changeDataFeed'.") in status.error
-    assert ("To use changeDataFeed, run this model on a Delta Lake on Spark target (spark or "
-            "connect) or Databricks.") in status.error
-    assert not DeltaTable.is_deltatable(str(service.settings.warehouse / "dbo" / "orders"))
+@pytest.mark.parametrize("table", list(TABLES))
+def test_the_feed_adds_no_feature_the_default_readers_refuse(runs, table):
+    """delta-rs lists variantType in every table-features protocol it writes itself; the
+    embedded engine's commits keep the protocol to what the model asks."""
+    protocol = DeltaTable(runs.location(table)).protocol()
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    assert "variantType" not in features
+    assert ("changeDataFeed" in features) == (protocol.min_writer_version == 7)
 
 
 @pytest.mark.slow
-def test_the_embedded_engine_refuses_a_table_whose_feed_another_writer_turned_on(tmp_path):
+def test_the_embedded_engine_refuses_the_feed_for_a_model_it_cannot_hand_to_delta_rs(tmp_path):
+    """Only a mirror or apply_changes model's writes go through delta-rs; a `table` model
+    asking for the feed is refused before anything is written, naming the fix."""
+    zone, service = mirror_setup(tmp_path)
+    publish(zone, [[{"id": 1, "v": "a", M: INSERT}]], first=1)
+    assert {status.status for status in service.run()} == {"replicating"}
+    models = service.settings.project_dir / "models/user"
+    models.mkdir(parents=True)
+    (models / "feed_table.sql").write_text(
+        "{{ config(materialized='table', tblproperties={'delta.enableChangeDataFeed': true}) }}\n"
+        "select id, v from {{ ref('dbo__orders') }}")
+    [failed] = built(service)
+    assert failed.name == "feed_table"
+    assert ("model feed_table: the embedded engine (Sail) cannot write the Delta table "
+            "feature 'changeDataFeed'.") in failed.message
+    assert ("To use changeDataFeed, run this model on a Delta Lake on Spark target (spark or "
+            "connect) or Databricks.") in failed.message
+    assert not DeltaTable.is_deltatable(str(service.settings.warehouse / "analytics"
+                                            / "feed_table"))
+
+
+@pytest.mark.slow
+def test_a_table_whose_feed_another_writer_turned_on_gets_its_feed_written(tmp_path):
     """The model's config says nothing of the feed; the table has it (turned on by a Spark
-    job, here by delta-rs): the run fails that table before writing anything."""
+    job, here by delta-rs): the embedded engine's next MERGE writes the feed, and the engine
+    still reads the table (its columns made nullable: Sail 0.7 cannot read delta-rs's text
+    in a NOT NULL column)."""
     zone, service = mirror_setup(tmp_path)
     publish(zone, [[{"id": 1, "v": "a", M: INSERT}, {"id": 2, "v": "b", M: INSERT}]], first=1)
     assert {status.status for status in service.run()} == {"replicating"}
     location = service.settings.warehouse / "dbo" / "orders"
     DeltaTable(str(location)).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
-    version, files = DeltaTable(str(location)).version(), sorted(location.rglob("*"))
-    publish(zone, [[{"id": 2, "v": None, M: DELETE}]], first=2)
-    [status] = [status for status in service.run() if status.table == "orders"]
-    assert status.status == "failed"
-    assert ("model dbo__orders: dbo.orders has Delta's change data feed on "
-            "(delta.enableChangeDataFeed or the changeDataFeed table feature), and the "
-            "embedded engine (Sail) cannot write it; nothing was written. Run this model on a "
-            "Delta Lake on Spark target (spark or connect) or Databricks.") in status.error
+    turned_on = DeltaTable(str(location)).version()
+    publish(zone, [[{"id": 2, "v": None, M: DELETE}, {"id": 1, "v": "a2", M: UPDATE}]], first=2)
+    assert {status.status for status in service.run()} == {"replicating"}
+    feed = DeltaTable(str(location)).load_cdf(starting_version=turned_on).read_all()
+    assert sorted(pa.table(feed).select(["_change_type", "id", "v"]).to_pylist(),
+                  key=str) == sorted([
+        {"_change_type": "delete", "id": 2, "v": "b"},
+        {"_change_type": "delete", "id": 1, "v": "a"},
+        {"_change_type": "insert", "id": 1, "v": "a2"}], key=str)
+    rows = owner_session().read.format("delta").load(str(location)).select("id", "v").collect()
+    assert sorted(tuple(row) for row in rows) == [(1, "a2")]
+
+
+@pytest.mark.slow
+def test_a_new_column_reaches_a_feed_table_on_the_embedded_engine(tmp_path):
+    """A column the publisher adds (a hostile name, too) is added by a metadata commit; a
+    full refresh, which Sail cannot write there, is refused with nothing written."""
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["dbo:", "  dbo__orders: {+delta_features: [changeDataFeed]}"])
+    publish(zone, [[{"id": 1, "v": "a", M: INSERT}]], first=1)
+    assert {status.status for status in service.run()} == {"replicating"}
+    odd = "x`y'); drop table z --"
+    wide = pa.schema([("id", pa.int64()), ("v", pa.string()), (odd, pa.string()), (M, pa.int32())])
+    zone.write("Orders", 2, [{"id": 2, "v": "b", odd: "o", M: INSERT}], wide)
+    assert {status.status for status in service.run()} == {"replicating"}
+    location = service.settings.warehouse / "dbo" / "orders"
+    rows = read_table(location).select(["id", "v", odd])
+    assert sorted(rows.to_pylist(), key=str) == [{"id": 1, "v": "a", odd: None},
+                                                 {"id": 2, "v": "b", odd: "o"}]
+    version = DeltaTable(str(location)).version()
+    [failed] = built(service, "run", "--full-refresh", "--select", "dbo__orders")
+    assert ("the embedded engine (Sail) cannot replace dbo.orders, whose change data feed is "
+            "on") in failed.message and "Run this model on a Delta Lake on Spark" in failed.message
     assert DeltaTable(str(location)).version() == version
-    assert sorted(location.rglob("*")) == files
 
 
 # Who reads the feed, from the vendors' pages (Delta Lake 2.0 brought it; DuckDB's delta

@@ -27,6 +27,7 @@ from dbt.plugins.manager import dbtPlugin
 from lakemirror.dbt_vars import ENGINE_HOME_VAR, WAREHOUSE_VAR
 from lakemirror.engine.access import owner_token
 from lakemirror.engine.connect import connect_session, server_address
+from lakemirror.engine.delta_rs_writes import route_delta_rs_writes
 from lakemirror.engine.identity import ENGINE_MARK
 from lakemirror.engine.remote_access import check_connect_url, check_server_access
 from lakemirror.engine.sail import (
@@ -229,5 +230,7 @@ class EngineCheck(dbtPlugin):
             session = connect_session(parameters["spark.remote"], timeout=env.connect_timeout,
                                       deadline=engine_deadline(parameters, env, address),
                                       token=token)
+            if token is not None:
+                route_delta_rs_writes(session, env.storage)
             if marked_server(parameters, "connect") is not None:
                 check_server_access(session, parameters["spark.remote"], address)

@@ -78,6 +78,17 @@ class ObjectWarehouse(WarehouseStorage):
         with _os_errors(self.location(key)):
             obstore.put(self.store, _clean(key), data)
 
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        with _os_errors(self.location(key)):
+            try:
+                obstore.put(self.store, _clean(key), data, mode="create")
+            except (AlreadyExistsError, PreconditionError):  # S3 answers 412, Azure 409
+                return False
+        return True
+
     def move(self, source: str, destination: str) -> None:
         import obstore
 

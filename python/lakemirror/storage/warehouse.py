@@ -117,6 +117,19 @@ class LocalWarehouse(WarehouseStorage):
         partial.write_bytes(data)
         os.replace(partial, path)
 
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial.write_bytes(data)
+        try:
+            os.link(partial, path)  # fails when a file is there: never replaces one
+        except FileExistsError:
+            return False
+        finally:
+            partial.unlink()
+        return True
+
     def move(self, source: str, destination: str) -> None:
         origin, target = self._path(source), self._path(destination)
         if not origin.exists():

@@ -80,6 +80,11 @@ class WarehouseStorage(ABC):
         """Replace the file at `key` whole (atomically), making its folders."""
 
     @abstractmethod
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        """Write the file at `key` whole (atomically), making its folders, only if no file is
+        there (a conditional put, as a Delta commit needs); False when one is."""
+
+    @abstractmethod
     def move(self, source: str, destination: str) -> None:
         """Move the folder `source` to `destination`, replacing what is there; nothing when
         `source` is absent (a move already done)."""
