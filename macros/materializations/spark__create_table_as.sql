@@ -3,7 +3,8 @@
      changeDataFeed and columnMapping (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION). So such a
      table is created empty with column mapping, its change data feed is turned on, and the
      model's rows are inserted (three commits); a model that would replace one fails first with
-     a clear message. --#}
+     a clear message. The embedded engine creates a table whose feed is on the same way, with
+     delta-rs's commits (_create_feed_table_through_delta_rs). --#}
 {% macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
     {%- if not temporary -%}
         {%- do lakemirror._delta_only_on_embedded() -%}
@@ -34,19 +35,7 @@
             ~ "`table` model or by --full-refresh. Make the model incremental, or drop one of "
             ~ "the two features.") }}
     {%- endif -%}
-    {%- set properties = settings.properties.copy() -%}
-    {%- do properties.update(settings.protocol) -%}
-    {%- do properties.pop('delta.enableChangeDataFeed') -%}
-    {%- call statement('create_with_column_mapping') -%}
-        create table {{ relation }}
-        {{ file_format_clause() }}
-        {{ lakemirror._tblproperties_sql(properties) }}
-        {{ partition_cols(label="partitioned by") }}
-        {{ cluster_by }}
-        {{ location_clause() }}
-        {{ comment_clause() }}
-        as select * from ({{ compiled_code }}) as lakemirror_source where false
-    {%- endcall -%}
+    {%- do lakemirror._create_empty_without_feed(relation, compiled_code, settings, cluster_by) -%}
     {%- call statement('enable_change_data_feed') -%}
         alter table {{ relation }} set tblproperties ('delta.enableChangeDataFeed' = 'true')
     {%- endcall -%}
@@ -106,20 +95,8 @@
             ~ "written. Run this model on " ~ lakemirror.delta_engine_capabilities().elsewhere
             ~ ".") }}
     {%- endif -%}
-    {%- set properties = settings.properties.copy() -%}
-    {%- do properties.update(settings.protocol) -%}
-    {%- do properties.pop('delta.enableChangeDataFeed', none) -%}
-    {%- do properties.pop('delta.feature.changeDataFeed', none) -%}
+    {%- do lakemirror._create_empty_without_feed(relation, compiled_code, settings, '') -%}
     {%- set location = lakemirror._table_location(relation) -%}
-    {%- call statement('create_before_change_data_feed') -%}
-        create table {{ relation }}
-        {{ file_format_clause() }}
-        {{ lakemirror._tblproperties_sql(properties) }}
-        {{ partition_cols(label="partitioned by") }}
-        {{ location_clause() }}
-        {{ comment_clause() }}
-        as select * from ({{ compiled_code }}) as lakemirror_source where false
-    {%- endcall -%}
     {%- call statement('enable_change_data_feed') -%}
         {{ lakemirror._delta_rs_request({
             'write': 'metadata', 'table': location, 'all_nullable': true,
@@ -127,4 +104,23 @@
     {%- endcall -%}
     {{ return(lakemirror._delta_rs_request({
         'write': 'append', 'table': location, 'source': compiled_code})) }}
+{% endmacro %}
+
+{#-- The model's table, created empty with its settings but the change data feed (turned on by
+     the caller's next commit). --#}
+{% macro _create_empty_without_feed(relation, compiled_code, settings, cluster_by) %}
+    {%- set properties = settings.properties.copy() -%}
+    {%- do properties.update(settings.protocol) -%}
+    {%- do properties.pop('delta.enableChangeDataFeed', none) -%}
+    {%- do properties.pop('delta.feature.changeDataFeed', none) -%}
+    {%- call statement('create_before_change_data_feed') -%}
+        create table {{ relation }}
+        {{ file_format_clause() }}
+        {{ lakemirror._tblproperties_sql(properties) }}
+        {{ partition_cols(label="partitioned by") }}
+        {{ cluster_by }}
+        {{ location_clause() }}
+        {{ comment_clause() }}
+        as select * from ({{ compiled_code }}) as lakemirror_source where false
+    {%- endcall -%}
 {% endmacro %}

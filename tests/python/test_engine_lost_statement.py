@@ -129,9 +129,22 @@ def relayed(engine):
     close_connect_sessions()
 
 
-# First in the module: after a statement was lost in this process, a later reattach failed in
-# 2 of 3 runs inside pyspark ("cannot schedule new futures after shutdown": its release thread
-# pool, shut down when the earlier session closed, was used again), an open problem of its own.
+def test_a_session_collected_inside_a_release_submit_leaves_the_release_pool_open(relayed):
+    """pyspark shuts its shared release pool down when any Connect session is collected; a
+    collection inside its submit (same thread, re-entrant lock) failed that statement with
+    "cannot schedule new futures after shutdown". lakemirror's sessions guard the pool."""
+    from pyspark.sql.connect.client.reattach import (
+        ExecutePlanResponseReattachableIterator as Iterator,
+    )
+
+    pool = Iterator._get_or_create_release_thread_pool()
+    with Iterator._lock:  # as pyspark's submit of a release holds it
+        Iterator.shutdown()  # what a collected session's __del__ asks for
+        assert pool.submit(lambda: "released").result() == "released"
+    Iterator.shutdown()  # asked for outside a submit, it shuts the pool down
+    assert Iterator._release_thread_pool_instance is None and pool._shutdown
+
+
 def test_a_statement_the_engine_took_answers_across_a_broken_connection(relayed):
     relay, session = relayed
     query = "select count(distinct sha2(cast(id as string), 256)) as n from range(0, 1500000)"

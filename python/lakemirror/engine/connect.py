@@ -18,6 +18,7 @@ import urllib.parse
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from lakemirror.engine.release_pool import guard_release_pool
 from lakemirror.engine.sail import EngineAddress, answers
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ def bound_retries(client: Any, timeout: float) -> None:
                                                  max_backoff=_MAX_WAIT_MS)])
         _clients.add(client)
         _drop_releases_at_exit()
+        guard_release_pool()
 
 
 def _retries_within(seconds: float) -> int:
