@@ -2,11 +2,11 @@
 
 A serial run keeps about one of the machine's two cores busy: much of its time is spent
 waiting for JVMs, dbt and the storage servers. So the modules are split into shards of about
-equal time (`suite_seconds.json`: each module's seconds in a serial run; a module not in it
-counts as the mean), the modules of a `TOGETHER` group in the same shard, and each shard runs
-in a pytest process of its own, with its own
-LAKEMIRROR_HOME (where a background engine's state lives) and cache folder. The first shard's
-output is shown as it runs; the others' follows it. Then the modules in `ALONE` run by
+equal time (`suite_seconds.json`: each module's seconds in a run of the suite, which writes
+them to build/suite_seconds.json; a module not in it counts as the mean), the modules of a
+`TOGETHER` group in the same shard, and each shard runs in a pytest process of its own, with
+its own LAKEMIRROR_HOME (where a background engine's state lives) and cache folder. The first
+shard's output is shown as it runs; the others' follows it. Then the modules in `ALONE` run by
 themselves. The exit code is the worst of the processes'.
 
 `python tests/run_suite.py [pytest arguments]`; LAKEMIRROR_TEST_PROCESSES sets the number of
@@ -30,6 +30,9 @@ from xml.etree import ElementTree
 ROOT = Path(__file__).resolve().parent.parent
 TEST_ROOTS = ("tests/python", "tests/dbt_adapter")
 SECONDS = Path(__file__).with_name("suite_seconds.json")
+# Every module's seconds in the last run, in SECONDS' format: copied over SECONDS, it balances
+# the next runs' shards by measured figures (a module SECONDS lacks counts as the mean).
+MEASURED = ROOT / "build" / "suite_seconds.json"
 PROCESSES = "LAKEMIRROR_TEST_PROCESSES"
 # Run alone, after the shards: with another test process loading the machine, the embedded
 # engine (Sail 0.7.2) twice stopped answering while dbt's conformance suite opened its ~150th
@@ -104,7 +107,13 @@ def _run_in(work: Path, arguments: list[str], parts: list[list[str]], alone: lis
     if alone:
         print(f"\n===== {', '.join(alone)} alone =====", flush=True)
         codes += _wait([_start(work, len(parts) + 1, arguments, alone, None)])
-    _print_slowest(module_seconds(sorted(work.glob("process-*.xml"))))
+    measured = module_seconds(sorted(work.glob("process-*.xml")))
+    _print_slowest(measured)
+    if measured:
+        MEASURED.parent.mkdir(exist_ok=True)
+        MEASURED.write_text(seconds_text(measured))
+        print(f"make test: every module's seconds in {MEASURED.relative_to(ROOT)} (copied over "
+              f"{SECONDS.relative_to(ROOT)}, they balance the next runs)", flush=True)
     print(f"\nmake test: exit codes {codes}, {time.monotonic() - started:.0f} s", flush=True)
     return max(codes, key=lambda code: code != 0)
 
@@ -146,6 +155,12 @@ def module_seconds(reports: list[Path]) -> dict[str, float]:
                                            if part.startswith("test_")), len(module))])
             seconds[f"{path}.py"] += float(case.get("time") or 0)
     return dict(seconds)
+
+
+def seconds_text(seconds: dict[str, float]) -> str:
+    """`seconds` as SECONDS holds them: whole seconds, by module name."""
+    return json.dumps({name: round(spent) for name, spent in sorted(seconds.items())},
+                      indent=1) + "\n"
 
 
 def _print_slowest(seconds: dict[str, float]) -> None:

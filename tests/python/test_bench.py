@@ -268,8 +268,7 @@ def test_a_failed_figure_is_reported_and_the_others_still_run(tmp_path, monkeypa
 @pytest.mark.slow
 def test_plot_draws_a_png_from_a_sweep(tmp_path):
     plot = tmp_path / "bench.png"
-    result = bench("--contenders", "floor", "--no-freshness", "--no-idle", "--no-memory",
-                   "--no-wide", "--no-storage", "--plot", str(plot), "--json",
+    result = bench("--contenders", "floor", *FIGURES_OFF, "--plot", str(plot), "--json",
                    "--dir", str(tmp_path / "run"))
     assert result.exit_code == 0, result.output
     sweeps = json.loads(result.output)["plot"]
@@ -299,9 +298,10 @@ def test_a_landing_zone_url_is_listed_read_and_run_idle(tmp_path, monkeypatch, s
 
     monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(dict(s3_server.options)))
     prefix = s3_server.fresh_prefix("bench")
-    result = bench("--contenders", "floor", "--no-freshness", "--no-memory", "--no-wide",
-                   "--no-storage", "--idle-runs", "1", "--landing-zone", s3_server.url(prefix),
-                   "--json", "--dir", str(tmp_path))
+    # The other figures off: the report fixture measures them.
+    result = bench("--contenders", "floor", "--no-freshness", "--no-staging", "--no-memory",
+                   "--no-wide", "--no-storage", "--no-object-warehouse", "--idle-runs", "1",
+                   "--landing-zone", s3_server.url(prefix), "--json", "--dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     zone = figure(json.loads(result.output), "landing_zone")
     published = [path for path in (tmp_path / "contenders/zone/LandingZone").rglob("*")

@@ -54,3 +54,13 @@ def test_module_seconds_add_up_each_modules_tests_from_every_report(tmp_path):
                       '</testsuite></testsuites>')
     assert run_suite.module_seconds([first, second, missing]) == {
         "tests/python/test_cli.py": 3.5, "tests/dbt_adapter/test_conformance.py": 4.25}
+
+
+def test_the_measured_seconds_are_written_as_the_recorded_ones_are():
+    text = run_suite.seconds_text({"tests/python/test_cli.py": 3.5,
+                                   "tests/dbt_adapter/test_conformance.py": 130.4})
+    assert json.loads(text) == {"tests/dbt_adapter/test_conformance.py": 130,
+                                "tests/python/test_cli.py": 4}
+    assert text == json.dumps(json.loads(text), indent=1) + "\n"
+    assert run_suite.SECONDS.read_text() == run_suite.seconds_text(
+        json.loads(run_suite.SECONDS.read_text()))  # the recorded file: a copy of such a text
