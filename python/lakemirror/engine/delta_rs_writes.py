@@ -69,8 +69,9 @@ def written_request(statement: str) -> dict[str, Any] | None:
     body = statement[match.end():] if match else statement.lstrip()
     if not body.startswith(REQUEST_MARK):
         return None
-    request: dict[str, Any] = json.loads(body.removeprefix(REQUEST_MARK))
-    return request
+    # The JSON value first; a query comment dbt appends (query-comment `append: true`) after.
+    request, _ = json.JSONDecoder().raw_decode(body.removeprefix(REQUEST_MARK))
+    return request if isinstance(request, dict) else None
 
 
 def write(request: Mapping[str, Any], engine_sql: Callable[..., Any],

@@ -37,4 +37,4 @@ def guard_release_pool() -> None:
             pool.shutdown(wait=False)  # a collected session's close may run in a pool thread
 
     guarded_shutdown.guarded = True  # type: ignore[attr-defined]
-    Iterator.shutdown = classmethod(guarded_shutdown)
+    setattr(Iterator, "shutdown", classmethod(guarded_shutdown))  # mypy: no method assignment
