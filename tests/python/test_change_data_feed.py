@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +36,8 @@ from conftest import (
 )
 from test_delta_settings import configure
 from test_inspect_doctor import delta_table, run_cli
+from test_history import FILES as HISTORY_FILES, SCHEMA as HISTORY_SCHEMA, VERSIONS
+from test_history import check as check_history
 from test_mirror_changes import built
 
 M = ROW_MARKER
@@ -251,6 +253,29 @@ def test_a_new_column_reaches_a_feed_table_on_the_embedded_engine(tmp_path):
     assert ("the embedded engine (Sail) cannot replace dbo.orders, whose change data feed is "
             "on") in failed.message and "Run this model on a Delta Lake on Spark" in failed.message
     assert DeltaTable(str(location)).version() == version
+
+
+@pytest.mark.slow
+def test_a_history_model_with_the_feed_on_keeps_every_version(tmp_path):
+    """test_history's hand-written versions, one file a run, with the feed on the mirror and
+    its history model on the embedded engine: each new version is a feed insert, and each
+    version ended later an update (its pre- and post-image)."""
+    zone, service = mirror_setup(tmp_path)
+    configure(service, ["dbo:", "  +delta_features: [changeDataFeed]"])
+    service.settings = replace(service.settings, dbt_vars={"lakemirror_history": ["dbo.t"]})
+    folder = zone.table("T", ["id"])
+    (folder / "_metadata.json").write_text(
+        '{"keyColumns": ["id"], "ConditionalUpdateColumn": "c"}')
+    for number, rows in enumerate(HISTORY_FILES, start=1):
+        zone.write("T", number, rows, HISTORY_SCHEMA)
+        assert {status.status for status in service.run()} == {"replicating"}
+        check_history(service, number)
+    feed = DeltaTable(str(service.settings.warehouse / "dbo" / "t__history")).load_cdf(
+        starting_version=1).read_all()
+    changes = Counter(pa.table(feed).column("_change_type").to_pylist())
+    assert changes == {"insert": len(VERSIONS),
+                       "update_preimage": sum(stop is not None for *_, stop, _ in VERSIONS),
+                       "update_postimage": sum(stop is not None for *_, stop, _ in VERSIONS)}
 
 
 # Who reads the feed, from the vendors' pages (Delta Lake 2.0 brought it; DuckDB's delta
