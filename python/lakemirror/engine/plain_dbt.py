@@ -9,7 +9,8 @@ server answers, for targets marked in their server_side_parameters (`spark.lakem
 up to LAKEMIRROR_CONNECT_TIMEOUT seconds, which rides out a short restart of the server. It
 then makes the session dbt-spark connects with, whose retries are bounded (engine.connect); on
 the embedded engine as its owner, with the token kept in lakemirror's home (engine.access),
-which never enters the profile, dbt's vars or its logs. The
+which never enters the profile, dbt's vars or its logs; that session hands lakemirror's
+write requests to delta-rs (engine.delta_rs_writes). The
 plugin also silences the warning dbt-spark's session cursor makes pyspark print on every
 statement over Spark Connect (it cannot set spark.sql.catalogImplementation there)."""
 
