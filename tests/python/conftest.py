@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dbt_common.tests import enable_test_caching
 from deltalake import DeltaTable
 
 from lakemirror.bench.contenders import private_project
@@ -40,6 +41,12 @@ SPARK_UNAVAILABLE = spark_unavailable()
 # (the spark-marked tests: 907 s with the profile's quick tier only, 652 s with it;
 # docs/pages/engines.md). Subprocesses inherit it: the command-line spark tests took no longer.
 os.environ.setdefault("LAKEMIRROR_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC")
+# dbt's own test caching, which its adapter test fixtures turn on (the conformance suites'
+# among them): this process parses each distinct jinja source (dbt's and the project's macros,
+# a model's SQL) once, keyed by its whole text, so the full parse of each test's fresh project
+# copy no longer parses again the ~1,400 macros every copy shares (a full parse of a small
+# project: 2.4 s, 0.7 s with it). An edited file's text is another key: it is parsed as edited.
+enable_test_caching()
 
 
 def engine_param(target: str) -> Any:
