@@ -5,10 +5,9 @@ waiting for JVMs, dbt and the storage servers. So the modules are split into sha
 equal time (`suite_seconds.json`: each module's seconds in a run of the suite, which writes
 them to build/suite_seconds.json; a module not in it counts as the mean), the modules of a
 `TOGETHER` group in the same shard, and each shard runs in a pytest process of its own, with
-its own LAKEMIRROR_HOME (where a background engine's state lives) and cache folder. A module in
-`AFTER_SHARD` counts in its shard's time but runs in a process of its own once the shard's has
-ended, beside the other shards' last modules. The first shard's output is shown as it runs; the
-others' follows it. The exit code is the worst of the processes'.
+its own LAKEMIRROR_HOME (where a background engine's state lives) and cache folder. The first
+shard's output is shown as it runs; the others' follows it. Then the modules in `ALONE` run by
+themselves. The exit code is the worst of the processes'.
 
 `python tests/run_suite.py [pytest arguments]`; LAKEMIRROR_TEST_PROCESSES sets the number of
 processes (1: plain `pytest`, in this process's environment).
@@ -24,10 +23,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
-from subprocess import Popen
 from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +34,10 @@ SECONDS = Path(__file__).with_name("suite_seconds.json")
 # the next runs' shards by measured figures (a module SECONDS lacks counts as the mean).
 MEASURED = ROOT / "build" / "suite_seconds.json"
 PROCESSES = "LAKEMIRROR_TEST_PROCESSES"
-# Each in a process of its own, with an engine of its own, started once the shard it is balanced
-# into has ended. dbt's conformance suite opens ~150 sessions on one engine: beside another test
-# process, the embedded engine (Sail 0.7.2) twice stopped answering there (no error, no CPU),
-# until pyspark's release pool was no longer shut down under a release (engine/release_pool.py);
-# since, it has passed every run beside a loaded shard.
-AFTER_SHARD = ("tests/dbt_adapter/test_conformance.py",)
-POLL_SECONDS = 1.0  # how often the running processes are checked for an end
+# Run alone, after the shards: with another test process loading the machine, the embedded
+# engine (Sail 0.7.2) twice stopped answering while dbt's conformance suite opened its ~150th
+# session (no error, no CPU); alone it never has in any run.
+ALONE = ("tests/dbt_adapter/test_conformance.py",)
 # Modules that share a process: the spark target's JVM (in the test process) starts and warms up
 # once, and so does the test cluster (tests/spark_cluster.py). Two JVMs warming up at once on
 # two cores took twice as long: the spark scenarios' setup 343 s instead of 134. The first group
@@ -87,38 +81,32 @@ def shards(names: list[str], seconds: dict[str, float], count: int,
 
 
 def run(arguments: list[str], count: int) -> int:
-    """Run the shards at once, each followed by its `AFTER_SHARD` modules; returns the worst
-    exit code."""
+    """Run the shards at once, then the modules that run alone; returns the worst exit
+    code."""
     everything = modules()
-    parts = shards(everything, json.loads(SECONDS.read_text()), count)
+    parts = shards([name for name in everything if name not in ALONE],
+                   json.loads(SECONDS.read_text()), count)
+    alone = [name for name in everything if name in ALONE]
     with tempfile.TemporaryDirectory(prefix="lakemirror-suite-",
                                      ignore_cleanup_errors=True) as folder:
-        return _run_in(Path(folder), arguments, [lane(part) for part in parts])
+        return _run_in(Path(folder), arguments, parts, alone)
 
 
-def lane(part: list[str]) -> list[list[str]]:
-    """The processes that run the shard `part`, one after the other: its modules but those in
-    `AFTER_SHARD`, then each of those (each list non-empty)."""
-    return [steps for steps in ([name for name in part if name not in AFTER_SHARD],
-                                *([name] for name in part if name in AFTER_SHARD)) if steps]
-
-
-def _run_in(work: Path, arguments: list[str], lanes: list[list[list[str]]]) -> int:
+def _run_in(work: Path, arguments: list[str], parts: list[list[str]], alone: list[str]) -> int:
     """`run` with its processes' homes, caches and logs in `work`."""
-    print(f"make test: {len(lanes)} lanes of pytest processes at once, whole modules each, "
-          f"{', '.join(AFTER_SHARD)} in a process of its own after its shard's "
-          f"(tests/run_suite.py); the output of lanes 2..{len(lanes)} follows the first's",
-          flush=True)
+    print(f"make test: {len(parts)} pytest processes, whole modules each, then "
+          f"{', '.join(alone)} alone (tests/run_suite.py); the output of processes "
+          f"2..{len(parts)} follows the first's", flush=True)
     started = time.monotonic()
-    numbers = iter(range(1, sum(map(len, lanes)) + 1))
-    numbered = [[(next(numbers), part) for part in steps] for steps in lanes]
-    logs = [work / f"process-{index}.log" for steps in numbered[1:] for index, _ in steps]
-    codes = wait_lanes([[partial(_start, work, index, arguments, part,
-                            None if steps is numbered[0] else work / f"process-{index}.log")
-                    for index, part in steps] for steps in numbered])
-    for log in filter(Path.exists, logs):  # a process an interruption never started: none
-        print(f"\n===== {log.stem} =====", flush=True)
+    logs = [None, *(work / f"process-{index}.log" for index in range(2, len(parts) + 1))]
+    codes = _wait([_start(work, index, arguments, part, log)
+                   for index, (part, log) in enumerate(zip(parts, logs), start=1)])
+    for index, log in enumerate(logs[1:], start=2):
+        print(f"\n===== pytest process {index} of {len(parts)} =====", flush=True)
         sys.stdout.write(log.read_text(errors="replace"))
+    if alone:
+        print(f"\n===== {', '.join(alone)} alone =====", flush=True)
+        codes += _wait([_start(work, len(parts) + 1, arguments, alone, None)])
     measured = module_seconds(sorted(work.glob("process-*.xml")))
     _print_slowest(measured)
     if measured:
@@ -138,7 +126,7 @@ def shard_environment(environ: Mapping[str, str], home: Path) -> dict[str, str]:
 
 
 def _start(work: Path, index: int, arguments: list[str], part: list[str],
-           log: Path | None) -> Popen[bytes]:
+           log: Path | None) -> subprocess.Popen[bytes]:
     """A pytest process running `part`, with its own LAKEMIRROR_HOME and cache, its output
     into `log` (None: this process's)."""
     home = work / f"home-{index}"
@@ -147,8 +135,8 @@ def _start(work: Path, index: int, arguments: list[str], part: list[str],
                f"--junitxml={work}/process-{index}.xml", *arguments, *part]
     output = None if log is None else log.open("w")
     try:
-        return Popen(command, cwd=ROOT, env=shard_environment(os.environ, home),
-                     stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(command, cwd=ROOT, env=shard_environment(os.environ, home),
+                                stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     finally:
         if output is not None:
             output.close()
@@ -183,40 +171,23 @@ def _print_slowest(seconds: dict[str, float]) -> None:
             print(f"  {spent:7.1f}  {name}", flush=True)
 
 
-def wait_lanes(lanes: list[list[Callable[[], Popen[bytes]]]]) -> list[int]:
-    """Start each lane's first process at once, and each next one when the one before it in
-    its lane has ended; returns every process's exit code. Interrupted, each running process
-    is interrupted as Ctrl-C would (pytest then stops the servers and engines its fixtures
-    started), and killed if it has not ended within STOP_SECONDS."""
-    codes: list[int] = []
-    active = [(steps[0](), steps[1:]) for steps in lanes]
+def _wait(processes: list[subprocess.Popen[bytes]]) -> list[int]:
+    """The processes' exit codes. Interrupted, each is interrupted as Ctrl-C would (pytest
+    then stops the servers and engines its fixtures started), and killed if it has not ended
+    within STOP_SECONDS."""
     try:
-        while active:
-            time.sleep(POLL_SECONDS)
-            going = []
-            for process, later in active:
-                if process.poll() is None:
-                    going.append((process, later))
-                    continue
-                codes.append(process.returncode)
-                if later:
-                    going.append((later[0](), later[1:]))
-            active = going
+        return [process.wait() for process in processes]
     finally:
-        _stop([process for process, _ in active if process.poll() is None])
-    return codes
-
-
-def _stop(running: list[Popen[bytes]]) -> None:
-    for process in running:
-        os.killpg(process.pid, signal.SIGINT)
-    deadline = time.monotonic() + STOP_SECONDS
-    for process in running:
-        try:
-            process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        running = [process for process in processes if process.poll() is None]
+        for process in running:
+            os.killpg(process.pid, signal.SIGINT)
+        deadline = time.monotonic() + STOP_SECONDS
+        for process in running:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
 
 def main() -> int:

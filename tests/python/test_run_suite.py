@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import run_suite
 
@@ -66,29 +64,3 @@ def test_the_measured_seconds_are_written_as_the_recorded_ones_are():
     assert text == json.dumps(json.loads(text), indent=1) + "\n"
     assert run_suite.SECONDS.read_text() == run_suite.seconds_text(
         json.loads(run_suite.SECONDS.read_text()))  # the recorded file: a copy of such a text
-
-
-def test_a_module_run_after_its_shard_counts_in_its_shards_time():
-    conformance = run_suite.AFTER_SHARD[0]
-    parts = run_suite.shards(["a", "b", conformance], {"a": 100.0, "b": 60.0, conformance: 50.0},
-                             2, together=())
-    assert parts == [["a"], ["b", conformance]]  # 100 | 60 + 50
-    assert [run_suite.lane(part) for part in parts] == [[["a"]], [["b"], [conformance]]]
-
-
-def test_each_lane_starts_its_next_process_when_the_one_before_has_ended(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_suite, "POLL_SECONDS", 0.01)
-    order = tmp_path / "order"
-
-    def step(name: str, seconds: float, code: int):
-        script = (f"import time; open({str(order)!r}, 'a').write('{name} '); "
-                  f"time.sleep({seconds}); open({str(order)!r}, 'a').write('/{name} '); "
-                  f"raise SystemExit({code})")
-        return lambda: subprocess.Popen([sys.executable, "-c", script])
-
-    codes = run_suite.wait_lanes([[step("long", 1.0, 0)],
-                                  [step("short", 0.1, 3), step("after", 0.1, 0)]])
-    assert sorted(codes) == [0, 0, 3]
-    started = order.read_text().split()
-    # "after" starts once "short" has ended, while "long" still runs
-    assert started.index("/short") < started.index("after") < started.index("/long")
